@@ -1,0 +1,23 @@
+"""onlinekernel: online and large-scale kernel learning with doubly stochastic gradients.
+
+Examples
+--------
+>>> import numpy as np
+>>> from onlinekernel import DSGClassifier
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(400, 2))
+>>> y = (X[:, 0] ** 2 + X[:, 1] ** 2 < 1.0).astype(int)  # not linearly separable
+>>> clf = DSGClassifier(random_state=0)
+>>> for start in range(0, 400, 50):  # an online loop
+...     _ = clf.partial_fit(X[start:start + 50], y[start:start + 50], classes=[0, 1])
+>>> clf.n_random_features_
+2048
+"""
+from onlinekernel._version import __version__
+from onlinekernel.losses import Loss
+from onlinekernel.registry import (
+    available_feature_maps, available_losses, get_feature_map, get_loss)
+from onlinekernel.estimators import DSGClassifier, DSGRegressor
+
+__all__ = ["__version__", "Loss", "available_losses", "available_feature_maps", "get_loss",
+           "get_feature_map", "DSGClassifier", "DSGRegressor"]

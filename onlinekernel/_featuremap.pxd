@@ -1,0 +1,14 @@
+# cython: language_level=3
+"""The feature-map protocol seen by the solver (declarations)."""
+from libc.stdint cimport uint64_t
+
+cdef class CyFeatureMap:
+    cdef public Py_ssize_t n_components    # features per block (F)
+    cdef public Py_ssize_t n_features_in   # input dimension (d), set by bind()
+    cdef public Py_ssize_t param_size      # doubles of parameters per block
+    cdef public Py_ssize_t work_per_row    # doubles of scratch per row for transform()
+    # Write the parameters of block `block` (seeded by `seed`) into params.
+    cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil
+    # out[i, :] = features of row i of X (n rows, leading dimension ldx); out is n x F.
+    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
+                        Py_ssize_t ldx, double* out, double* work) noexcept nogil

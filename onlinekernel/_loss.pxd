@@ -1,0 +1,19 @@
+# cython: language_level=3
+"""The loss protocol seen by the solver (declarations)."""
+
+cdef class CyLoss:
+    # Per-row value and gradient; y has n_targets entries, raw has k outputs.
+    cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil
+    cdef void row_gradient(self, const double* y, const double* raw, Py_ssize_t k,
+                           double* out) noexcept nogil
+    # Batch gradient G (n x k) of Y (n x m) at U (n x k): the solver's only call.
+    cdef int batch_gradient(self, const double* Y, Py_ssize_t m, const double* U,
+                            Py_ssize_t n, Py_ssize_t k, double* G) except -1 nogil
+    cdef int batch_loss(self, const double* Y, Py_ssize_t m, const double* U,
+                        Py_ssize_t n, Py_ssize_t k, double* out) except -1 nogil
+
+
+cdef class CyScalarLoss(CyLoss):
+    # Elementwise losses implement these two: l(y, raw) and dl/draw.
+    cdef double value(self, double y, double raw) noexcept nogil
+    cdef double deriv(self, double y, double raw) noexcept nogil

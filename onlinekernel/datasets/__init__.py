@@ -1,0 +1,1 @@
+"""A small real dataset bundled for the demo."""

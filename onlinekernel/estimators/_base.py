@@ -1,0 +1,297 @@
+"""Machinery shared by the DSG estimators: parameters, state, fit and partial_fit.
+
+The learned state of a model is its configuration, a 64-bit seed, the
+coefficient matrix ``_coef`` (one row per random feature, one column per
+output) with its global ``_scale``, the intercept and two counters.  Every
+update is transactional: inputs are validated first and training runs on a
+copy of the state that replaces the old one only on success, so a failed
+call leaves the model exactly as it was.
+"""
+import copy
+import functools
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from onlinekernel import registry
+from onlinekernel._featuremap import CyFeatureMap
+from onlinekernel._loss import as_cy_loss
+from onlinekernel._random import words
+from onlinekernel._schedules import SCHEDULES, step_sizes
+from onlinekernel._solver import BlockSource, predict_raw, train_steps
+
+# Blocks of the seed's stream space reserved for shuffling (far above any
+# feature block a model can reach).
+_SHUFFLE_BLOCK = 1 << 62
+# Fitted attributes that make up the learned state.
+_STATE = ("_coef", "_scale", "intercept_", "n_blocks_", "t_", "n_epochs_seen_")
+
+
+def _check_int(name, value, low, allow_none=False):
+    if value is None and allow_none:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_real(name, value, low, strict=False):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or (value <= low if strict else value < low):
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low}, "
+                         f"got {value!r}")
+
+
+def transactional(method):
+    """Run ``method`` so that on any exception the estimator is left as it was.
+
+    Training works on copies of the state arrays, so restoring the attribute
+    dictionary (a shallow copy taken on entry) restores the whole model,
+    including ``n_features_in_`` which input validation sets early.
+    """
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+    return wrapper
+
+
+class BaseDSG(BaseEstimator):
+    """Doubly stochastic gradient training of a random-feature kernel machine.
+
+    Subclasses define how targets are encoded (``_encode_targets``), which
+    losses they accept and how raw outputs become predictions.
+    """
+
+    def __init__(self, loss, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
+                 kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
+                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
+                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
+                 cache_bytes=64 * 2 ** 20):
+        self.loss = loss
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.batch_size = batch_size
+        self.block_size = block_size
+        self.max_blocks = max_blocks
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.cache_bytes = cache_bytes
+
+    # ------------------------------------------------------------------ #
+    # parameters
+    # ------------------------------------------------------------------ #
+    def _validate_params(self):
+        _check_real("alpha", self.alpha, 0.0)
+        _check_int("batch_size", self.batch_size, 1)
+        _check_int("block_size", self.block_size, 1)
+        _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
+        _check_real("eta0", self.eta0, 0.0, strict=True)
+        _check_real("t0", self.t0, 0.0, strict=True)
+        _check_int("n_epochs", self.n_epochs, 1)
+        _check_int("cache_bytes", self.cache_bytes, 0)
+        _check_int("degree", self.degree, 0)
+        _check_real("coef0", self.coef0, -np.inf)
+        if self.learning_rate not in SCHEDULES:
+            raise ValueError(f"unknown learning_rate {self.learning_rate!r}; choose one of "
+                             f"{', '.join(SCHEDULES)}")
+        if self.learning_rate == "pegasos" and self.alpha <= 0:
+            raise ValueError("learning_rate='pegasos' needs alpha > 0")
+        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
+            _check_real("gamma", self.gamma, 0.0, strict=True)
+        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
+            raise ValueError(f"kernel_params must be a dict or None, got "
+                             f"{type(self.kernel_params).__name__}")
+
+    def _resolve_base_loss(self):
+        if isinstance(self.loss, str):
+            return registry.get_loss(self.loss)
+        return copy.deepcopy(self.loss)
+
+    def _make_feature_map(self, X):
+        """The feature map for this fit, bound to X's dimension, and the gamma used."""
+        d = X.shape[1]
+        if isinstance(self.kernel, CyFeatureMap):
+            fmap = copy.deepcopy(self.kernel)
+            return fmap.bind(d), getattr(fmap, "gamma", None)
+        if not isinstance(self.kernel, str):
+            raise TypeError(f"kernel must be a registered name or a CyFeatureMap, got "
+                            f"{type(self.kernel).__name__}")
+        accepted = registry.available_feature_maps()
+        if self.kernel not in accepted:
+            registry.get_feature_map(self.kernel)  # raises the listing error
+        accepted = accepted[self.kernel]["parameters"]
+        params = {"n_components": self.block_size}
+        gamma = None
+        if "gamma" in accepted:
+            if isinstance(self.gamma, str):
+                var = float(X.var()) if X.size else 0.0
+                gamma = 1.0 / (d * var) if var > 0 else 1.0
+            else:
+                gamma = float(self.gamma)
+            params["gamma"] = gamma
+        if "degree" in accepted:
+            params["degree"] = self.degree
+        if "coef0" in accepted:
+            params["coef0"] = self.coef0
+        params.update(self.kernel_params or {})
+        fmap = registry.get_feature_map(self.kernel, **params)
+        return fmap.bind(d), params.get("gamma", gamma)
+
+    # ------------------------------------------------------------------ #
+    # state
+    # ------------------------------------------------------------------ #
+    def _new_state(self, X, n_outputs, loss):
+        fmap, gamma = self._make_feature_map(X)
+        rs = check_random_state(self.random_state)
+        hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
+        seed = int((int(hi) << 32) | int(lo))
+        state = {
+            "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,
+            "n_features_in_": X.shape[1], "_n_outputs": n_outputs,
+            "_coef": np.zeros((0, n_outputs)), "_scale": 1.0,
+            "intercept_": np.zeros(n_outputs), "n_blocks_": 0, "t_": 0, "n_epochs_seen_": 0,
+            "_blocks": BlockSource(fmap, seed, self.cache_bytes),
+        }
+        return state
+
+    def _state_copy(self):
+        state = {k: getattr(self, k) for k in ("loss_", "feature_map_", "gamma_", "seed_",
+                                                "n_features_in_", "_n_outputs", "_blocks")}
+        for k in _STATE:
+            v = getattr(self, k)
+            state[k] = v.copy() if isinstance(v, np.ndarray) else v
+        return state
+
+    def _ensure_capacity(self, state, n_steps):
+        F = state["feature_map_"].n_components
+        nb = state["n_blocks_"] + n_steps
+        if self.max_blocks is not None:
+            nb = min(nb, self.max_blocks)
+        rows = nb * F
+        coef = state["_coef"]
+        if coef.shape[0] < rows:
+            grown = np.zeros((max(rows, min(2 * coef.shape[0], rows + 64 * F)),
+                              coef.shape[1]))
+            grown[:coef.shape[0]] = coef
+            state["_coef"] = grown
+
+    def _run_epoch(self, state, X, Y, sw, order):
+        B = self.batch_size
+        n_steps = -(-order.shape[0] // B)
+        self._ensure_capacity(state, n_steps)
+        steps = step_sizes(self.learning_rate, state["t_"], n_steps, eta0=self.eta0,
+                           t0=self.t0, alpha=self.alpha)
+        scale = np.array([state["_scale"]])
+        counters = np.array([state["n_blocks_"], state["t_"]], dtype=np.int64)
+        max_blocks = self.max_blocks if self.max_blocks is not None else np.iinfo(np.int64).max
+        train_steps(state["_blocks"], as_cy_loss(state["loss_"]), X, Y, sw, order, B, steps,
+                    float(self.alpha), max_blocks, bool(self.fit_intercept), state["_coef"],
+                    state["intercept_"], scale, counters)
+        state["_scale"] = float(scale[0])
+        state["n_blocks_"] = int(counters[0])
+        state["t_"] = int(counters[1])
+
+    def _shuffled(self, seed, epoch, n):
+        if not self.shuffle:
+            return np.arange(n, dtype=np.int64)
+        # Philox words as sort keys: the same order under any numpy version.
+        keys = words(seed, _SHUFFLE_BLOCK + epoch, 0, n)
+        return np.argsort(keys, kind="stable").astype(np.int64)
+
+    def _commit(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    # ------------------------------------------------------------------ #
+    # public API
+    # ------------------------------------------------------------------ #
+    def _fit(self, X, y, sample_weight, epochs_from_params=True):
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                             y_numeric=self._y_numeric, reset=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
+            raise ValueError("sample_weight must be finite and non-negative")
+        keep = sw > 0  # a zero weight means the sample is not there at all
+        if not keep.all():
+            X, y, sw = X[keep], y[keep], sw[keep]
+        loss, Y, n_outputs = self._prepare_targets(y, fitting=True)
+        if self.warm_start and hasattr(self, "_coef") and self._compatible(X, n_outputs):
+            state = self._state_copy()
+        else:
+            state = self._new_state(X, n_outputs, loss)
+        sw = np.ascontiguousarray(sw)
+        for _ in range(self.n_epochs):
+            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], X.shape[0])
+            self._run_epoch(state, X, Y, sw, order)
+            state["n_epochs_seen_"] += 1
+        self._commit(state)
+        return self
+
+    def _compatible(self, X, n_outputs):
+        return self.n_features_in_ == X.shape[1] and self._n_outputs == n_outputs
+
+    def _partial_fit(self, X, y, sample_weight, classes=None):
+        first = not hasattr(self, "_coef")
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                             y_numeric=self._y_numeric, reset=first)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
+            raise ValueError("sample_weight must be finite and non-negative")
+        loss, Y, n_outputs = self._prepare_targets(y, fitting=first, classes=classes)
+        state = self._new_state(X, n_outputs, loss) if first else self._state_copy()
+        order = np.arange(X.shape[0], dtype=np.int64)
+        self._run_epoch(state, X, Y, np.ascontiguousarray(sw), order)
+        self._commit(state)
+        return self
+
+    def _raw(self, X):
+        check_is_fitted(self, "_coef")
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        return predict_raw(self._blocks, X, self._coef, self.n_blocks_, self._scale,
+                           self.intercept_)
+
+    @property
+    def n_random_features_(self):
+        """Current number of random features of the model (blocks x block size)."""
+        check_is_fitted(self, "_coef")
+        return self.n_blocks_ * self.feature_map_.n_components
+
+    @property
+    def coef_(self):
+        """Coefficients of the random features, shape ``(n_random_features_, n_outputs)``.
+
+        Row ``j * F + k`` is feature ``k`` of block ``j``; the features
+        themselves are regenerated from ``seed_`` and never stored.
+        """
+        check_is_fitted(self, "_coef")
+        return self._scale * self._coef[:self.n_random_features_]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_blocks", None)  # a cache, rebuilt from the seed on load
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "feature_map_" in state:
+            self._blocks = BlockSource(self.feature_map_, self.seed_, self.cache_bytes)

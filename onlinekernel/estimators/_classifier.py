@@ -1,0 +1,254 @@
+"""DSGClassifier: kernel classification by doubly stochastic gradients."""
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from onlinekernel.estimators._base import BaseDSG, transactional
+
+
+def _has_proba(self):
+    if hasattr(self, "loss_"):
+        return self.loss_.link in ("logistic", "softmax")
+    return self._resolve_base_loss().link in ("logistic", "softmax")
+
+
+class DSGClassifier(ClassifierMixin, BaseDSG):
+    r"""Kernel classifier trained by doubly stochastic functional gradients.
+
+    Learns :math:`f(x) = b + \sum_j \sum_k \alpha_{jk} \phi_{\omega_{jk}}(x)`
+    minimising :math:`E[\ell(f(x), y)] + \frac{\alpha}{2}\|f\|_{\mathcal H}^2`
+    (Dai et al., 2014).  Each step takes a mini-batch of ``batch_size`` rows
+    and a block of ``block_size`` random features regenerated from
+    ``(seed_, j)``: while fewer than ``max_blocks`` blocks exist the step adds
+    one; once the budget is full it moves every existing block (a functional
+    gradient step projected on the budget's features), so the cost of a step
+    stops growing.  Older coefficients shrink by ``1 - step * alpha``.
+
+    Binary problems use one output.  For more classes, losses of the logistic
+    family switch to the native multinomial loss and margin losses (hinge,
+    squared hinge) train one output per class (one-vs-rest).
+
+    Parameters
+    ----------
+    loss : str or loss object, default="hinge"
+        A registered loss name (see :func:`onlinekernel.available_losses`),
+        a compiled loss or an :class:`onlinekernel.Loss` instance.
+    kernel : str or CyFeatureMap, default="gaussian"
+        A registered feature-map name or a feature-map instance (its own
+        parameters are used as they are).
+    gamma : "scale" or float, default="scale"
+        Kernel bandwidth for maps that take one; ``"scale"`` uses
+        ``1 / (n_features * X.var())`` of the first data seen (``fit``: all
+        of X; ``partial_fit``: the first batch), as in ``SVC``.
+    degree : int, default=3
+        Degree, for maps that take one (``poly_sketch``).
+    coef0 : float, default=0.0
+        Constant term, for maps that take one (``poly_sketch``).
+    kernel_params : dict, default=None
+        Further parameters of the feature map.
+    alpha : float, default=1e-6
+        Regularisation strength :math:`\nu` of the RKHS norm.
+    fit_intercept : bool, default=True
+        Learn an unpenalised intercept.
+    batch_size : int, default=64
+        Rows per training step.
+    block_size : int, default=256
+        Random features per block (``F``).
+    max_blocks : int or None, default=16
+        Feature budget in blocks; ``None`` grows one block per step without
+        bound (plain DSG, cost per step growing with the step count).
+    learning_rate : {"invsqrt", "inverse", "constant", "pegasos"}, default="invsqrt"
+        Step schedule: ``eta0 / sqrt(1 + (t-1)/t0)``, ``eta0 / (1 + (t-1)/t0)``,
+        ``eta0`` or ``1 / (alpha t)``.
+    eta0 : float, default=1.0
+        Initial step.
+    t0 : float, default=1.0
+        Time scale of the step decay, in steps.
+    n_epochs : int, default=5
+        Passes over the data in ``fit`` (``partial_fit`` makes one pass).
+    shuffle : bool, default=True
+        Shuffle the rows before each epoch of ``fit`` (seeded by the model).
+    random_state : int, RandomState or None, default=None
+        Seeds the model: the random features and the shuffling.
+    warm_start : bool, default=False
+        Continue from the current model in ``fit``.
+    cache_bytes : int, default=64 MiB
+        Memory budget for materialised blocks; blocks beyond it are
+        regenerated whenever used.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    coef_ : ndarray of shape (n_random_features_, n_outputs)
+        Coefficients of the random features.
+    intercept_ : ndarray of shape (n_outputs,)
+        The intercept.
+    n_random_features_ : int
+        The current number of random features (``n_blocks_ * block_size``).
+    n_blocks_ : int
+        The current number of blocks.
+    t_ : int
+        Training steps taken.
+    seed_ : int
+        The 64-bit seed of the random features.
+    gamma_ : float or None
+        The bandwidth used (``gamma="scale"`` resolved).
+    loss_ : loss object
+        The loss trained (the multinomial loss for logistic on > 2 classes).
+    feature_map_ : CyFeatureMap
+        The feature map, bound to ``n_features_in_``.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import DSGClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2))
+    >>> y = np.where(np.hypot(X[:, 0], X[:, 1]) < 1.0, "in", "out")
+    >>> clf = DSGClassifier(loss="logistic", random_state=0).fit(X, y)
+    >>> float(clf.score(X, y)) > 0.9
+    True
+    >>> clf.predict_proba(X[:1]).shape
+    (1, 2)
+    """
+    _y_numeric = False
+
+    def __init__(self, loss="hinge", kernel="gaussian", *, gamma="scale", degree=3,
+                 coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
+                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
+                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
+                 cache_bytes=64 * 2 ** 20):
+        super().__init__(loss, kernel, gamma=gamma, degree=degree, coef0=coef0,
+                         kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
+                         batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
+                         learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
+                         shuffle=shuffle, random_state=random_state, warm_start=warm_start,
+                         cache_bytes=cache_bytes)
+
+    def _prepare_targets(self, y, fitting, classes=None):
+        check_classification_targets(y)
+        if fitting:
+            if classes is not None:
+                classes = np.unique(np.asarray(classes))
+                unknown = np.setdiff1d(np.unique(y), classes)
+                if unknown.size:
+                    raise ValueError(f"labels {unknown.tolist()} are not in classes "
+                                     f"{classes.tolist()}")
+            else:
+                classes = np.unique(y)
+            if classes.shape[0] < 2:
+                raise ValueError(f"DSGClassifier needs at least 2 classes; got "
+                                 f"{classes.shape[0]} class: {classes.tolist()}")
+            loss = self._resolve_loss(classes.shape[0])
+        else:
+            if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
+                                 f"classes of the first call {self.classes_.tolist()}")
+            classes, loss = self.classes_, self.loss_
+        idx = np.searchsorted(classes, y)
+        idx = np.clip(idx, 0, classes.shape[0] - 1)
+        bad = classes[idx] != y
+        if bad.any():
+            raise ValueError(f"labels {np.unique(y[bad]).tolist()} are not among the classes "
+                             f"{classes.tolist()} given on the first call to partial_fit")
+        n_classes = classes.shape[0]
+        if loss.target_encoding == "class_index":
+            Y, K = idx.astype(np.float64)[:, None], n_classes
+        elif n_classes == 2:
+            Y, K = np.where(idx == 1, 1.0, -1.0)[:, None], 1
+        else:
+            Y = -np.ones((idx.shape[0], n_classes))
+            Y[np.arange(idx.shape[0]), idx] = 1.0
+            K = n_classes
+        self.classes_ = classes
+        return loss, np.ascontiguousarray(Y), K
+
+    def _resolve_loss(self, n_classes):
+        loss = self._resolve_base_loss()
+        if n_classes > 2:
+            loss = loss.multiclass_loss()
+        if loss.target_encoding not in ("margin", "real", "class_index"):
+            raise ValueError(f"loss {loss!r} has an unknown target_encoding "
+                             f"{loss.target_encoding!r}")
+        return loss
+
+    @transactional
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model on ``(X, y)`` for ``n_epochs`` passes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiply each row's loss gradient; rows of weight 0 are
+            left out.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y, sample_weight)
+
+    @transactional
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Run one pass of training steps over ``(X, y)``, in order.
+
+        Batches of ``batch_size`` rows give one step each, so feeding data in
+        batches of ``batch_size`` gives the same model as ``fit`` with
+        ``n_epochs=1, shuffle=False``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like, default=None
+            All classes; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        if not hasattr(self, "_coef") and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit")
+        return self._partial_fit(X, y, sample_weight, classes=classes)
+
+    def decision_function(self, X):
+        """Raw scores: shape ``(n,)`` for two classes, ``(n, n_classes)`` otherwise."""
+        raw = self._raw(X)
+        if self.classes_.shape[0] == 2:
+            return raw[:, 1] - raw[:, 0] if raw.shape[1] == 2 else raw[:, 0]
+        return raw
+
+    def predict(self, X):
+        """Predicted class labels."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (losses with a logistic or softmax link)."""
+        check_is_fitted(self, "_coef")
+        raw = self._raw(X)
+        if self.loss_.link == "softmax":
+            z = raw - raw.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            return p / p.sum(axis=1, keepdims=True)
+        p = 0.5 * (1.0 + np.tanh(0.5 * raw))  # the sigmoid, without overflow
+        if p.shape[1] == 1:
+            return np.hstack([1.0 - p, p])
+        return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))

@@ -1,0 +1,92 @@
+"""DSGRegressor: kernel regression by doubly stochastic gradients."""
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from onlinekernel.estimators._base import BaseDSG, transactional
+
+
+class DSGRegressor(RegressorMixin, BaseDSG):
+    r"""Kernel regressor trained by doubly stochastic functional gradients.
+
+    Minimises :math:`E[\ell(f(x), y)] + \frac{\alpha}{2}\|f\|^2_{\mathcal H}`
+    over :math:`f(x) = b + \sum_{j,k} \alpha_{jk}\phi_{\omega_{jk}}(x)`; see
+    :class:`DSGClassifier` for the algorithm and the parameters, which are
+    the same except for the default loss.  Losses must take real targets
+    (``squared``, ``huber``, ``epsilon_insensitive``, ``quantile`` or a
+    Python :class:`onlinekernel.Loss` with ``target_encoding="real"``).
+
+    With the squared loss, the step changes predictions in proportion to the
+    residual, so targets need no scaling for stability; features should be
+    standardised (``gamma="scale"`` assumes comparable feature scales).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import DSGRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, size=(800, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=800)
+    >>> reg = DSGRegressor(random_state=0).fit(X, y)
+    >>> float(reg.score(X, y)) > 0.9
+    True
+    """
+    _y_numeric = True
+
+    def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
+                 coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
+                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
+                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
+                 cache_bytes=64 * 2 ** 20):
+        super().__init__(loss, kernel, gamma=gamma, degree=degree, coef0=coef0,
+                         kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
+                         batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
+                         learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
+                         shuffle=shuffle, random_state=random_state, warm_start=warm_start,
+                         cache_bytes=cache_bytes)
+
+    def _prepare_targets(self, y, fitting, classes=None):
+        loss = self._resolve_base_loss() if fitting else self.loss_
+        if loss.target_encoding != "real":
+            raise ValueError(f"loss {getattr(loss, 'name', None) or loss!r} is a "
+                             f"classification loss (target_encoding="
+                             f"{loss.target_encoding!r}); DSGRegressor needs a loss for real "
+                             f"targets")
+        return loss, np.ascontiguousarray(np.asarray(y, dtype=np.float64)[:, None]), 1
+
+    @transactional
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model on ``(X, y)`` for ``n_epochs`` passes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiply each row's loss gradient; rows of weight 0 are
+            left out.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y, sample_weight)
+
+    @transactional
+    def partial_fit(self, X, y, sample_weight=None):
+        """Run one pass of training steps over ``(X, y)``, in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(X, y, sample_weight)
+
+    def predict(self, X):
+        """Predicted targets, shape ``(n,)``."""
+        return self._raw(X)[:, 0]

@@ -1,0 +1,199 @@
+"""The plugin registry: losses and feature maps by name.
+
+The plugin manager is created on first use.  It loads every module declared
+under the ``onlinekernel`` entry-point group -- the built-ins of
+``onlinekernel_plugins`` as well as third-party plugins -- and collects what
+their hooks register.
+
+* An unknown name raises :class:`ValueError` listing what is registered.
+* Two plugins registering one name raise :class:`PluginConflictError` naming
+  both.
+* A plugin that fails to import emits a :class:`PluginWarning` and the others
+  keep working.
+* Setting the environment variable ``ONLINEKERNEL_DISABLE_PLUGINS=1`` loads
+  only the plugins that ship with onlinekernel itself.
+
+Examples
+--------
+>>> import onlinekernel
+>>> "logistic" in onlinekernel.available_losses()
+True
+>>> onlinekernel.available_feature_maps()["gaussian"]["distribution"]
+'onlinekernel'
+>>> onlinekernel.get_loss("huber", delta=2.0)
+Huber(delta=2.0)
+"""
+from dataclasses import dataclass
+import importlib.metadata
+import inspect
+import os
+import threading
+import warnings
+
+import pluggy
+
+from onlinekernel import hookspecs
+
+__all__ = ["available_losses", "available_feature_maps", "get_loss", "get_feature_map",
+           "PluginConflictError", "PluginWarning", "reset", "ENTRY_POINT_GROUP",
+           "DISABLE_ENV"]
+
+ENTRY_POINT_GROUP = "onlinekernel"
+DISABLE_ENV = "ONLINEKERNEL_DISABLE_PLUGINS"
+_OWN_DISTRIBUTION = "onlinekernel"
+
+
+class PluginConflictError(RuntimeError):
+    """Two plugins registered the same name."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded; the others still work."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    kind: str
+    factory: object
+    plugin: str
+    distribution: str
+
+    def info(self):
+        return {"distribution": self.distribution, "plugin": self.plugin,
+                "factory": f"{self.factory.__module__}.{self.factory.__qualname__}",
+                "parameters": self.parameters()}
+
+    def parameters(self):
+        """Parameter names and defaults of the factory."""
+        try:
+            sig = inspect.signature(self.factory)
+        except (TypeError, ValueError):
+            # compiled classes have no introspectable signature: their
+            # get_params() on a default instance lists the parameters
+            try:
+                return dict(self.factory().get_params())
+            except Exception:
+                return {}
+        return {p.name: (None if p.default is inspect.Parameter.empty else p.default)
+                for p in sig.parameters.values()
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+class _Registry:
+    def __init__(self):
+        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.distributions = {}
+        self._load_entry_points()
+        self.losses = self._collect("loss", self.pm.hook.onlinekernel_register_losses)
+        self.feature_maps = self._collect("feature map",
+                                          self.pm.hook.onlinekernel_register_feature_maps)
+
+    def _load_entry_points(self):
+        only_own = os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist.name if ep.dist is not None else "<unknown>"
+            if only_own and dist != _OWN_DISTRIBUTION:
+                continue
+            if self.pm.get_plugin(ep.name) is not None:
+                continue  # the same distribution seen twice on sys.path
+            try:
+                plugin = ep.load()
+                self.pm.register(plugin, name=ep.name)
+            except Exception as exc:  # any failure of a plugin must not break the rest
+                warnings.warn(f"onlinekernel plugin {ep.name!r} from distribution {dist!r} "
+                              f"could not be loaded and is skipped: "
+                              f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
+                continue
+            self.distributions[ep.name] = dist
+
+    def _collect(self, kind, hook):
+        entries = {}
+        for impl in hook.get_hookimpls():
+            plugin_name = self.pm.get_name(impl.plugin)
+            dist = self.distributions.get(plugin_name, "<registered at runtime>")
+            result = impl.function()
+            if not isinstance(result, dict):
+                raise TypeError(f"plugin {plugin_name!r} returned {type(result).__name__} "
+                                f"from its {kind} hook; expected a dict of name -> factory")
+            for name, factory in result.items():
+                if name in entries:
+                    other = entries[name]
+                    raise PluginConflictError(
+                        f"{kind} name {name!r} is registered twice: by plugin "
+                        f"{other.plugin!r} (distribution {other.distribution!r}) and by "
+                        f"plugin {plugin_name!r} (distribution {dist!r})")
+                entries[name] = _Entry(name, kind, factory, plugin_name, dist)
+        return dict(sorted(entries.items()))
+
+
+_lock = threading.Lock()
+_registry = None
+
+
+def _get():
+    global _registry
+    if _registry is None:
+        with _lock:
+            if _registry is None:
+                _registry = _Registry()
+    return _registry
+
+
+def reset():
+    """Forget the loaded plugins; the next lookup loads the entry points again."""
+    global _registry
+    with _lock:
+        _registry = None
+
+
+def available_losses():
+    """Registered losses: ``{name: {"distribution", "plugin", "factory", "parameters"}}``."""
+    return {name: e.info() for name, e in _get().losses.items()}
+
+
+def available_feature_maps():
+    """Registered feature maps: ``{name: {"distribution", "plugin", "factory", "parameters"}}``."""
+    return {name: e.info() for name, e in _get().feature_maps.items()}
+
+
+def _build(table, kind, name, params):
+    if not isinstance(name, str):
+        raise TypeError(f"a {kind} name must be a string, got {type(name).__name__}")
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; registered {kind}{'es' if kind.endswith('s') else 's'}: "
+                         f"{', '.join(table) or '(none)'}")
+    entry = table[name]
+    unknown = set(params) - set(entry.parameters())
+    if unknown:
+        raise ValueError(f"invalid parameters for {kind} {name!r}: {sorted(unknown)}; "
+                         f"it takes {sorted(entry.parameters())}")
+    try:
+        return entry.factory(**params)
+    except TypeError as exc:
+        raise ValueError(f"invalid parameters for {kind} {name!r}: {exc}") from None
+
+
+def get_loss(name, **params):
+    """Build the loss registered as ``name`` with ``params``.
+
+    Raises
+    ------
+    ValueError
+        If no loss is registered under ``name`` (the message lists those that
+        are) or the parameters are invalid.
+    """
+    return _build(_get().losses, "loss", name, params)
+
+
+def get_feature_map(name, **params):
+    """Build the feature map registered as ``name`` with ``params``.
+
+    Raises
+    ------
+    ValueError
+        If no feature map is registered under ``name`` (the message lists
+        those that are) or the parameters are invalid.
+    """
+    return _build(_get().feature_maps, "feature map", name, params)

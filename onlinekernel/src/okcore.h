@@ -1,0 +1,405 @@
+/*
+ * okcore.h -- the numeric core shared by onlinekernel's compiled modules.
+ *
+ * 1. Philox4x32-10 (Salmon et al., SC'11), a counter-based generator: the
+ *    output for (key, counter) is a pure function, so block j of a feature
+ *    map is generated from key = seed and counter = (i, stream, j) alone, in
+ *    any order, with no shared state.
+ * 2. The package's own transforms (uniform, normal, Cauchy, hashes, signs)
+ *    built on deterministic elementary functions (ok_log, ok_sincos below)
+ *    that use only IEEE-754 +, -, *, / -- so generated weights are bit for
+ *    bit the same on every machine and after any numpy or libm upgrade.
+ *    The build passes -ffp-contract=off so no compiler fuses them into FMAs.
+ * 3. A vectorisable cosine for the feature hot path.  gcc on x86-64 Linux
+ *    compiles it in several target clones (AVX-512, AVX2, baseline) chosen
+ *    at load time, so one portable binary runs wide vectors where the CPU has
+ *    them and never crashes where it has not.
+ */
+#ifndef ONLINEKERNEL_OKCORE_H
+#define ONLINEKERNEL_OKCORE_H
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define OK_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define OK_TARGET_CLONES
+/* Publish a freshly generated cache block: store `desired` into *slot if it is
+ * still NULL.  Returns the pointer that ends up in the slot (another thread's
+ * if it won the race; the caller then frees its own copy). */
+static inline void *ok_publish_ptr(void **slot, void *desired)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    void *expected = NULL;
+    if (__atomic_compare_exchange_n(slot, &expected, desired, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return desired;
+    return expected;
+#else
+    if (*slot == NULL) *slot = desired;
+    return *slot;
+#endif
+}
+
+static inline void *ok_load_ptr(void **slot)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+#else
+    return *slot;
+#endif
+}
+
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Philox4x32-10                                                             */
+/* ------------------------------------------------------------------------ */
+
+static inline void ok_philox4x32_10(const uint32_t ctr_in[4], const uint32_t key_in[2],
+                                    uint32_t out[4])
+{
+    uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
+    uint32_t k0 = key_in[0], k1 = key_in[1];
+    int r;
+    for (r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * (uint64_t)c0;
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * (uint64_t)c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n1 = (uint32_t)p1;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        uint32_t n3 = (uint32_t)p0;
+        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/*
+ * Fill `n` 32-bit words of the stream (seed, block, stream).  Word w lives in
+ * lane w % 4 of counter (w / 4, stream, block_lo, block_hi); the key is the
+ * 64-bit seed.  Any range of any stream of any block is addressable directly.
+ */
+static inline void ok_stream_words(uint64_t seed, uint64_t block, uint32_t stream,
+                                   uint64_t first_word, int64_t n, uint32_t *out)
+{
+    uint32_t key[2], ctr[4], buf[4];
+    uint64_t w = first_word;
+    int64_t i = 0;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    ctr[1] = stream;
+    ctr[2] = (uint32_t)block;
+    ctr[3] = (uint32_t)(block >> 32);
+    while (i < n) {
+        uint32_t lane = (uint32_t)(w & 3u);
+        ctr[0] = (uint32_t)(w >> 2);
+        ok_philox4x32_10(ctr, key, buf);
+        for (; lane < 4 && i < n; lane++, i++, w++)
+            out[i] = buf[lane];
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deterministic elementary functions (IEEE +,-,*,/ only)                    */
+/* ------------------------------------------------------------------------ */
+
+static const double OK_PIO2_1 = 1.57079632673412561417e+00;  /* first 33 bits of pi/2 */
+static const double OK_PIO2_2 = 6.07710050630396597660e-11;  /* next 33 bits */
+static const double OK_PIO2_3 = 2.02226624871116645580e-21;  /* next 33 bits */
+static const double OK_INVPIO2 = 6.36619772367581382433e-01;
+static const double OK_ROUND_MAGIC = 6755399441055744.0;      /* 1.5 * 2^52 */
+/* Cody-Waite reduction with three parts of pi/2 is exact to ~1 ulp while the
+ * quadrant number n fits in 20 bits. */
+#define OK_TRIG_MAX 1.0e6
+
+/* sin and cos on [-pi/4, pi/4]: the fdlibm minimax polynomials. */
+static inline double ok__ksin(double r)
+{
+    double z = r * r;
+    double p = 1.58969099521155010221e-10;
+    p = p * z + -2.50507602534068634195e-08;
+    p = p * z + 2.75573137070700676789e-06;
+    p = p * z + -1.98412698298579493134e-04;
+    p = p * z + 8.33333333332248946124e-03;
+    p = p * z + -1.66666666666666324348e-01;
+    return r + r * z * p;
+}
+
+static inline double ok__kcos(double r)
+{
+    double z = r * r;
+    double p = -1.13596475577881948265e-11;
+    p = p * z + 2.08757232129817482790e-09;
+    p = p * z + -2.75573143513906633035e-07;
+    p = p * z + 2.48015872894767294178e-05;
+    p = p * z + -1.38888888888741095749e-03;
+    p = p * z + 4.16666666666666019037e-02;
+    return 1.0 - 0.5 * z + z * z * p;
+}
+
+/* cos(x + shift * pi/2) for |x| <= OK_TRIG_MAX; shift = 0 gives cos, 3 gives sin. */
+static inline double ok__cos_shift(double x, int shift)
+{
+    double t = x * OK_INVPIO2 + OK_ROUND_MAGIC;
+    double n = t - OK_ROUND_MAGIC;
+    double r = ((x - n * OK_PIO2_1) - n * OK_PIO2_2) - n * OK_PIO2_3;
+    int q = ((int)n + shift) & 3;
+    double s = ok__ksin(r), c = ok__kcos(r);
+    double v = (q & 1) ? s : c;
+    return (((q + 1) & 2) ? -v : v);
+}
+
+static inline double ok_cos(double x)
+{
+    if (!(fabs(x) <= OK_TRIG_MAX)) return cos(x);   /* rare: huge or non-finite */
+    return ok__cos_shift(x, 0);
+}
+
+static inline double ok_sin(double x)
+{
+    if (!(fabs(x) <= OK_TRIG_MAX)) return sin(x);
+    return ok__cos_shift(x, 3);
+}
+
+/* Natural log for finite x > 0 (fdlibm's algorithm). */
+static inline double ok_log(double x)
+{
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
+                 Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
+                 Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
+                 Lg7 = 1.479819860511658591e-01;
+    uint64_t bits;
+    int k;
+    double f, s, z, w, t1, t2, R, hfsq, dk;
+    memcpy(&bits, &x, sizeof bits);
+    k = (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;  /* m in [1, 2) */
+    memcpy(&f, &bits, sizeof f);
+    if (f > 1.4142135623730951) { f *= 0.5; k += 1; }
+    f -= 1.0;
+    dk = (double)k;
+    s = f / (2.0 + f);
+    z = s * s;
+    w = z * z;
+    t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
+    t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
+    R = t2 + t1;
+    hfsq = 0.5 * f * f;
+    return dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transforms of raw words                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* 53-bit uniform in [0, 1) from two words. */
+static inline double ok_u01(uint32_t a, uint32_t b)
+{
+    return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6)) * (1.0 / 9007199254740992.0);
+}
+
+/* 53-bit uniform in the open interval (0, 1). */
+static inline double ok_u01_open(uint32_t a, uint32_t b)
+{
+    return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* Standard normals by Box-Muller: four words give two normals. */
+static inline void ok_normal_pair(const uint32_t w[4], double *z0, double *z1)
+{
+    const double two_pi = 6.28318530717958647693;
+    double u1 = ok_u01_open(w[0], w[1]);
+    double u2 = ok_u01(w[2], w[3]);
+    double r = sqrt(-2.0 * ok_log(u1));   /* sqrt is correctly rounded by IEEE */
+    double th = two_pi * u2;
+    *z0 = r * ok__cos_shift(th, 0);
+    *z1 = r * ok__cos_shift(th, 3);
+}
+
+/* Fill n standard normals of stream (seed, block, stream). */
+static inline void ok_fill_normal(uint64_t seed, uint64_t block, uint32_t stream,
+                                  int64_t n, double *out)
+{
+    uint32_t key[2], ctr[4], w[4];
+    int64_t i;
+    double z0, z1;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    ctr[1] = stream;
+    ctr[2] = (uint32_t)block;
+    ctr[3] = (uint32_t)(block >> 32);
+    for (i = 0; i < n; i += 2) {
+        ctr[0] = (uint32_t)(i >> 1);
+        ok_philox4x32_10(ctr, key, w);
+        ok_normal_pair(w, &z0, &z1);
+        out[i] = z0;
+        if (i + 1 < n) out[i + 1] = z1;
+    }
+}
+
+/* Fill n uniforms in [lo, hi) of stream (seed, block, stream). */
+static inline void ok_fill_uniform(uint64_t seed, uint64_t block, uint32_t stream,
+                                   int64_t n, double lo, double hi, double *out)
+{
+    uint32_t key[2], ctr[4], w[4];
+    int64_t i;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    ctr[1] = stream;
+    ctr[2] = (uint32_t)block;
+    ctr[3] = (uint32_t)(block >> 32);
+    for (i = 0; i < n; i += 2) {
+        ctr[0] = (uint32_t)(i >> 1);
+        ok_philox4x32_10(ctr, key, w);
+        out[i] = lo + (hi - lo) * ok_u01(w[0], w[1]);
+        if (i + 1 < n) out[i + 1] = lo + (hi - lo) * ok_u01(w[2], w[3]);
+    }
+}
+
+/* Fill n standard Cauchy draws, tan(pi (u - 1/2)) with u in (0, 1). */
+static inline void ok_fill_cauchy(uint64_t seed, uint64_t block, uint32_t stream,
+                                  int64_t n, double *out)
+{
+    const double pi = 3.14159265358979323846;
+    uint32_t key[2], ctr[4], w[4];
+    int64_t i;
+    int j;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    ctr[1] = stream;
+    ctr[2] = (uint32_t)block;
+    ctr[3] = (uint32_t)(block >> 32);
+    for (i = 0; i < n; i += 2) {
+        ctr[0] = (uint32_t)(i >> 1);
+        ok_philox4x32_10(ctr, key, w);
+        for (j = 0; j < 2 && i + j < n; j++) {
+            double th = pi * (ok_u01_open(w[2 * j], w[2 * j + 1]) - 0.5);
+            out[i + j] = ok__cos_shift(th, 3) / ok__cos_shift(th, 0);
+        }
+    }
+}
+
+/* Fill n hashes in [0, m) (multiply-shift; exact when m is a power of two). */
+static inline void ok_fill_hash(uint64_t seed, uint64_t block, uint32_t stream,
+                                int64_t n, uint32_t m, int64_t *out)
+{
+    int64_t i;
+    uint32_t buf[64];
+    for (i = 0; i < n; i += 64) {
+        int64_t k, cnt = (n - i < 64) ? (n - i) : 64;
+        ok_stream_words(seed, block, stream, (uint64_t)i, cnt, buf);
+        for (k = 0; k < cnt; k++)
+            out[i + k] = (int64_t)(((uint64_t)buf[k] * (uint64_t)m) >> 32);
+    }
+}
+
+/* Fill n random signs (+1.0 / -1.0) from the top bit of each word. */
+static inline void ok_fill_sign(uint64_t seed, uint64_t block, uint32_t stream,
+                                int64_t n, double *out)
+{
+    int64_t i;
+    uint32_t buf[64];
+    for (i = 0; i < n; i += 64) {
+        int64_t k, cnt = (n - i < 64) ? (n - i) : 64;
+        ok_stream_words(seed, block, stream, (uint64_t)i, cnt, buf);
+        for (k = 0; k < cnt; k++)
+            out[i + k] = (buf[k] >> 31) ? -1.0 : 1.0;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Feature hot path                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * z[i, k] <- scale * cos(z[i, k] + bias[k] + shift * pi/2) over an n x m
+ * row-major tile (leading dimension ld).  bias may be NULL.  Tiles whose
+ * arguments all lie in the reduction's range take the vector loop; the rare
+ * tile with a huge argument (heavy-tailed weights) takes the exact scalar one.
+ */
+OK_TARGET_CLONES
+static void ok_cos_tile(double *z, int64_t n, int64_t m, int64_t ld, const double *bias,
+                        double scale, int shift)
+{
+    int64_t i, k;
+    double amax = 0.0;
+    for (i = 0; i < n; i++) {
+        double *row = z + i * ld;
+        if (bias) {
+            for (k = 0; k < m; k++) row[k] += bias[k];
+        }
+        for (k = 0; k < m; k++) {
+            double a = fabs(row[k]);
+            amax = a > amax ? a : amax;
+        }
+    }
+    if (!(amax <= OK_TRIG_MAX)) {
+        for (i = 0; i < n; i++) {
+            double *row = z + i * ld;
+            for (k = 0; k < m; k++)
+                row[k] = scale * (shift == 3 ? ok_sin(row[k]) : ok_cos(row[k]));
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        double *row = z + i * ld;
+        for (k = 0; k < m; k++) {
+            double x = row[k];
+            double t = x * OK_INVPIO2 + OK_ROUND_MAGIC;
+            double nn = t - OK_ROUND_MAGIC;
+            double r = ((x - nn * OK_PIO2_1) - nn * OK_PIO2_2) - nn * OK_PIO2_3;
+            int q = ((int)nn + shift) & 3;
+            double zz = r * r;
+            double ps = 1.58969099521155010221e-10;
+            double pc = -1.13596475577881948265e-11;
+            double s, c, v;
+            ps = ps * zz + -2.50507602534068634195e-08;
+            pc = pc * zz + 2.08757232129817482790e-09;
+            ps = ps * zz + 2.75573137070700676789e-06;
+            pc = pc * zz + -2.75573143513906633035e-07;
+            ps = ps * zz + -1.98412698298579493134e-04;
+            pc = pc * zz + 2.48015872894767294178e-05;
+            ps = ps * zz + 8.33333333332248946124e-03;
+            pc = pc * zz + -1.38888888888741095749e-03;
+            ps = ps * zz + -1.66666666666666324348e-01;
+            pc = pc * zz + 4.16666666666666019037e-02;
+            s = r + r * zz * ps;
+            c = 1.0 - 0.5 * zz + zz * zz * pc;
+            v = (q & 1) ? s : c;
+            row[k] = scale * ((((q + 1) & 2) ? -v : v));
+        }
+    }
+}
+
+/* Publish a freshly generated cache block: store `desired` into *slot if it is
+ * still NULL.  Returns the pointer that ends up in the slot (another thread's
+ * if it won the race; the caller then frees its own copy). */
+static inline void *ok_publish_ptr(void **slot, void *desired)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    void *expected = NULL;
+    if (__atomic_compare_exchange_n(slot, &expected, desired, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return desired;
+    return expected;
+#else
+    if (*slot == NULL) *slot = desired;
+    return *slot;
+#endif
+}
+
+static inline void *ok_load_ptr(void **slot)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+#else
+    return *slot;
+#endif
+}
+
+#endif

@@ -1,0 +1,263 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The built-in compiled losses.
+
+Each loss validates its parameters in Python and keeps plain C fields; the
+``nogil`` methods compute the value and the derivative with respect to the
+raw prediction (the package's one sign convention).
+"""
+from libc.math cimport exp, log, log1p, fabs
+from onlinekernel._loss cimport CyLoss, CyScalarLoss
+
+
+cdef class Hinge(CyScalarLoss):
+    r"""Hinge loss :math:`\max(0, 1 - y u)` for labels :math:`y \in \{-1, +1\}`.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("hinge").loss([[1.0]], [[0.25]])
+    array([0.75])
+    """
+    name = "hinge"
+    target_encoding = "margin"
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double z = 1.0 - y * raw
+        return z if z > 0.0 else 0.0
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        return -y if y * raw < 1.0 else 0.0
+
+
+cdef class SquaredHinge(CyScalarLoss):
+    r"""Squared hinge :math:`\frac12 \max(0, 1 - y u)^2`.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("squared_hinge").gradient([[1.0]], [[0.5]])
+    array([[-0.5]])
+    """
+    name = "squared_hinge"
+    target_encoding = "margin"
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double z = 1.0 - y * raw
+        return 0.5 * z * z if z > 0.0 else 0.0
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        cdef double z = 1.0 - y * raw
+        return -y * z if z > 0.0 else 0.0
+
+
+cdef class Logistic(CyScalarLoss):
+    r"""Logistic loss :math:`\log(1 + e^{-y u})`, stable for any finite margin.
+
+    For more than two classes the estimators use :class:`Multinomial`.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> loss = get_loss("logistic")
+    >>> loss.loss([[1.0], [1.0]], [[-1e6], [1e6]])
+    array([1000000.,       0.])
+    """
+    name = "logistic"
+    target_encoding = "margin"
+    link = "logistic"
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double z = -y * raw
+        if z > 0.0:
+            return z + log1p(exp(-z))
+        return log1p(exp(z))
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        # -y * sigmoid(-y u), evaluated without overflow
+        cdef double m = y * raw
+        cdef double e
+        if m > 0.0:
+            e = exp(-m)
+            return -y * e / (1.0 + e)
+        return -y / (1.0 + exp(m))
+
+    def multiclass_loss(self):
+        return Multinomial()
+
+
+cdef class Multinomial(CyLoss):
+    r"""Multinomial (softmax cross-entropy) loss :math:`-u_y + \log \sum_c e^{u_c}`.
+
+    Targets are class indices (one column); raw predictions have one column
+    per class.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("multinomial").gradient([[0.0]], [[0.0, 0.0]])
+    array([[-0.5,  0.5]])
+    """
+    name = "multinomial"
+    target_encoding = "class_index"
+    link = "softmax"
+
+    cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
+        cdef Py_ssize_t c, cls = <Py_ssize_t>y[0]
+        cdef double mx = raw[0], s = 0.0
+        for c in range(1, k):
+            if raw[c] > mx:
+                mx = raw[c]
+        for c in range(k):
+            s += exp(raw[c] - mx)
+        return mx + log(s) - raw[cls]
+
+    cdef void row_gradient(self, const double* y, const double* raw, Py_ssize_t k,
+                           double* out) noexcept nogil:
+        cdef Py_ssize_t c, cls = <Py_ssize_t>y[0]
+        cdef double mx = raw[0], s = 0.0
+        for c in range(1, k):
+            if raw[c] > mx:
+                mx = raw[c]
+        for c in range(k):
+            out[c] = exp(raw[c] - mx)
+            s += out[c]
+        for c in range(k):
+            out[c] /= s
+        out[cls] -= 1.0
+
+
+cdef class Squared(CyScalarLoss):
+    r"""Squared loss :math:`\frac12 (u - y)^2`.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("squared").gradient([[1.0]], [[3.0]])
+    array([[2.]])
+    """
+    name = "squared"
+    target_encoding = "real"
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        return 0.5 * (raw - y) * (raw - y)
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        return raw - y
+
+
+cdef class Huber(CyScalarLoss):
+    r"""Huber loss: quadratic for :math:`|u - y| \le \delta`, linear beyond.
+
+    Parameters
+    ----------
+    delta : float, default=1.0
+        Width of the quadratic zone; must be positive.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("huber", delta=0.5).gradient([[0.0]], [[2.0]])
+    array([[0.5]])
+    """
+    name = "huber"
+    target_encoding = "real"
+    cdef readonly double delta
+
+    def __init__(self, double delta=1.0):
+        if not delta > 0.0:
+            raise ValueError(f"huber: delta must be > 0, got {delta}")
+        self.delta = delta
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double r = fabs(raw - y)
+        if r <= self.delta:
+            return 0.5 * r * r
+        return self.delta * r - 0.5 * self.delta * self.delta
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        cdef double r = raw - y
+        if r > self.delta:
+            return self.delta
+        if r < -self.delta:
+            return -self.delta
+        return r
+
+    def get_params(self):
+        return {"delta": self.delta}
+
+
+cdef class EpsilonInsensitive(CyScalarLoss):
+    r"""Epsilon-insensitive loss :math:`\max(0, |y - u| - \epsilon)`.
+
+    ``epsilon=0`` is the absolute deviation.
+
+    Parameters
+    ----------
+    epsilon : float, default=0.1
+        Half-width of the insensitive tube; must be >= 0.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("epsilon_insensitive", epsilon=0.0).loss([[1.0]], [[-1.0]])
+    array([2.])
+    """
+    name = "epsilon_insensitive"
+    target_encoding = "real"
+    cdef readonly double epsilon
+
+    def __init__(self, double epsilon=0.1):
+        if not epsilon >= 0.0:
+            raise ValueError(f"epsilon_insensitive: epsilon must be >= 0, got {epsilon}")
+        self.epsilon = epsilon
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double r = fabs(y - raw) - self.epsilon
+        return r if r > 0.0 else 0.0
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        if fabs(y - raw) <= self.epsilon:
+            return 0.0
+        return 1.0 if raw > y else -1.0
+
+    def get_params(self):
+        return {"epsilon": self.epsilon}
+
+
+cdef class Quantile(CyScalarLoss):
+    r"""Pinball loss :math:`\max(\tau (y - u), (\tau - 1)(y - u))`.
+
+    Its minimiser is the :math:`\tau`-quantile of :math:`y` given :math:`x`.
+
+    Parameters
+    ----------
+    quantile : float, default=0.5
+        The quantile :math:`\tau`, strictly between 0 and 1.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> get_loss("quantile", quantile=0.9).gradient([[1.0], [1.0]], [[0.0], [2.0]])
+    array([[-0.9],
+           [ 0.1]])
+    """
+    name = "quantile"
+    target_encoding = "real"
+    cdef readonly double quantile
+
+    def __init__(self, double quantile=0.5):
+        if not 0.0 < quantile < 1.0:
+            raise ValueError(f"quantile: quantile must be in (0, 1), got {quantile}")
+        self.quantile = quantile
+
+    cdef double value(self, double y, double raw) noexcept nogil:
+        cdef double r = y - raw
+        if r >= 0.0:
+            return self.quantile * r
+        return (self.quantile - 1.0) * r
+
+    cdef double deriv(self, double y, double raw) noexcept nogil:
+        return (1.0 if y < raw else 0.0) - self.quantile
+
+    def get_params(self):
+        return {"quantile": self.quantile}

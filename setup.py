@@ -1,0 +1,39 @@
+"""Build of the compiled modules (extension list, cythonize, compiler flags).
+
+Flags are portable: -O3 for any x86-64 or other target, with wide vector
+paths chosen at run time inside okcore.h.  ONLINEKERNEL_NATIVE=1 opts in to
+-march=native for a machine-specific build.  -ffp-contract=off keeps the
+seeded feature generation bit for bit identical across machines.
+"""
+import os
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+MODULES = {
+    "onlinekernel._random": "onlinekernel/_random.pyx",
+    "onlinekernel._loss": "onlinekernel/_loss.pyx",
+    "onlinekernel._featuremap": "onlinekernel/_featuremap.pyx",
+    "onlinekernel._solver": "onlinekernel/_solver.pyx",
+    "onlinekernel_plugins._losses": "plugins/_losses.pyx",
+    "onlinekernel_plugins._gaussian": "plugins/_gaussian.pyx",
+}
+
+if sys.platform == "win32":
+    compile_args = ["/O2", "/fp:precise"]
+else:
+    compile_args = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
+    if os.environ.get("ONLINEKERNEL_NATIVE", "") == "1":
+        compile_args.append("-march=native")
+
+extensions = [
+    Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel"],
+              define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+              extra_compile_args=compile_args)
+    for name, src in MODULES.items()
+]
+
+setup(ext_modules=cythonize(extensions, include_path=["."],
+                            compiler_directives={"language_level": 3}))

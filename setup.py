@@ -19,6 +19,9 @@ MODULES = {
     "onlinekernel._solver": "onlinekernel/_solver.pyx",
     "onlinekernel_plugins._losses": "plugins/_losses.pyx",
     "onlinekernel_plugins._gaussian": "plugins/_gaussian.pyx",
+    "onlinekernel_plugins._laplacian": "plugins/_laplacian.pyx",
+    "onlinekernel_plugins._arccos": "plugins/_arccos.pyx",
+    "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
 }
 
 if sys.platform == "win32":

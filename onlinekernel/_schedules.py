@@ -1,28 +1,51 @@
-"""Step-size schedules: the step ``gamma_t`` of training step ``t`` (1-based)."""
+"""Step-size schedules, on a clock that counts full batches.
+
+A step on ``nb`` rows, with ``batch_size = B``, is ``nb / B`` of a standard
+step: the schedule's clock advances by ``nb / B`` and the step is scaled by
+``nb / B``.  So a short last batch, or a stream fed one row at a time to
+``partial_fit``, moves the model as much per row as full batches do.
+"""
 import numpy as np
 
 SCHEDULES = ("constant", "inverse", "invsqrt", "pegasos")
 
 
-def step_sizes(schedule, t_done, n_steps, *, eta0, t0, alpha):
-    """Steps ``gamma_t`` for ``t = t_done + 1 .. t_done + n_steps``.
+def schedule(name, tau, *, eta0, t0, alpha):
+    """Step of schedule ``name`` at clock time ``tau`` (full batches, >= 0).
 
-    ``constant``: ``eta0``; ``inverse``: ``eta0 / (1 + (t - 1) / t0)`` (the
-    paper's ``theta / (t + t0)``); ``invsqrt``: ``eta0 / sqrt(1 + (t - 1) / t0)``;
-    ``pegasos``: ``1 / (alpha t)``.
+    ``constant``: ``eta0``; ``inverse``: ``eta0 / (1 + (tau - 1) / t0)`` (the
+    paper's ``theta / (t + t0)``); ``invsqrt``: ``eta0 / sqrt(1 + (tau - 1) / t0)``;
+    ``pegasos``: ``1 / (alpha tau)``.  The decaying schedules hold ``eta0``
+    until the clock reaches one full batch (``tau <= 1``).
 
     Examples
     --------
-    >>> step_sizes("inverse", 0, 3, eta0=1.0, t0=1.0, alpha=0.0)
+    >>> schedule("inverse", np.array([1.0, 2.0, 3.0]), eta0=1.0, t0=1.0, alpha=0.0)
     array([1.        , 0.5       , 0.33333333])
     """
-    t = np.arange(t_done + 1, t_done + n_steps + 1, dtype=np.float64)
-    if schedule == "constant":
-        return np.full(n_steps, float(eta0))
-    if schedule == "inverse":
-        return eta0 / (1.0 + (t - 1.0) / t0)
-    if schedule == "invsqrt":
-        return eta0 / np.sqrt(1.0 + (t - 1.0) / t0)
-    if schedule == "pegasos":
-        return 1.0 / (alpha * t)
-    raise ValueError(f"unknown learning_rate {schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    tau = np.asarray(tau, dtype=np.float64)
+    if name == "constant":
+        return np.full(tau.shape, float(eta0))
+    if name == "inverse":
+        return eta0 / (1.0 + np.maximum(tau - 1.0, 0.0) / t0)
+    if name == "invsqrt":
+        return eta0 / np.sqrt(1.0 + np.maximum(tau - 1.0, 0.0) / t0)
+    if name == "pegasos":
+        return 1.0 / (alpha * tau)
+    raise ValueError(f"unknown learning_rate {name!r}; choose one of {', '.join(SCHEDULES)}")
+
+
+def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha):
+    """Steps for consecutive batches of ``batch_rows`` rows after ``rows_seen`` rows.
+
+    Each batch's step is the schedule at the clock time reached by its end,
+    ``(rows seen + its rows) / batch_size``, times ``rows / batch_size``.
+
+    Examples
+    --------
+    >>> step_sizes("inverse", 0, np.array([4, 4, 2]), 4, eta0=1.0, t0=1.0, alpha=0.0)
+    array([1. , 0.5, 0.2])
+    """
+    batch_rows = np.asarray(batch_rows, dtype=np.float64)
+    tau = (rows_seen + np.cumsum(batch_rows)) / batch_size
+    return schedule(name, tau, eta0=eta0, t0=t0, alpha=alpha) * (batch_rows / batch_size)

@@ -22,6 +22,22 @@ from onlinekernel._linalg cimport gemm_rm
 
 cnp.import_array()
 
+_blas_controller = None
+
+
+def _one_blas_thread():
+    """Context in which BLAS runs on the calling thread only.
+
+    The solver calls BLAS on tiles of a few hundred rows; a multithreaded
+    BLAS wakes and synchronises its pool for each tile, which measured 20x
+    slower here than one thread whenever the cores are busy.
+    """
+    global _blas_controller
+    if _blas_controller is None:
+        from threadpoolctl import ThreadpoolController
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
+
 cdef extern from "src/okcore.h" nogil:
     void* ok_publish_ptr(void** slot, void* desired)
     void* ok_load_ptr(void** slot)
@@ -166,8 +182,9 @@ def predict_raw(BlockSource src, const double[:, ::1] X, const double[:, ::1] co
     cdef double[:, ::1] o = out
     cdef _Work w = _Work(src.fmap)
     if n and n_blocks:
-        with nogil:
-            _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0])
+        with _one_blas_thread():
+            with nogil:
+                _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0])
     with nogil:
         for i in range(n):
             for c in range(K):
@@ -180,29 +197,35 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
                 Py_ssize_t batch_size, const double[::1] step_sizes, double alpha,
                 Py_ssize_t max_blocks, bint fit_intercept,
                 double[:, ::1] coef, double[::1] intercept, double[::1] scale,
-                int64_t[::1] counters):
+                int64_t[::1] counters, double[:, ::1] coef_avg=None,
+                double[::1] intercept_avg=None, int64_t avg_start=-1):
     """Run ``len(step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
 
     Step ``s`` takes rows ``order[s*B : (s+1)*B]`` and
       1. predicts them with all blocks: ``U``;
       2. asks the loss for ``G = dloss/draw (Y, U)``, weighted per row;
-      3. shrinks all coefficients by ``(1 - step * alpha)`` through ``scale``;
+      3. shrinks all coefficients by ``(1 - step * alpha)`` through ``scale``
+         (a factor <= 0, a step beyond ``1 / alpha``, sets them to zero: the
+         shrink never flips their signs);
       4. while fewer than ``max_blocks`` blocks exist, adds block ``n_blocks``
          with ``coef = -step / (B F) * Phi^T G``; once the budget is full,
          moves every block by ``-step / (B M) * Phi^T G`` instead (a stochastic
          functional step projected on the ``M`` existing features);
-      5. moves the intercept by ``-step * mean(G)`` when fitted.
+      5. when fitted, shrinks the intercept by the same factor and moves it by
+         ``-step * mean(G)`` (it is the weight of a constant feature);
+      6. when ``avg_start >= 0`` and the step count ``t`` exceeds it, folds the
+         new iterate into the running means ``coef_avg`` and ``intercept_avg``
+         (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
 
-    ``coef`` must have room for every block the call may add.  ``scale``
-    (1 value) and ``counters`` (``[n_blocks, t]``) are updated in place.
+    ``coef`` (and ``coef_avg``) must have room for every block the call may
+    add.  ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``)
+    are updated in place.
     """
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t B = batch_size
-    cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
-    cdef double gamma, factor, cst, sc, gsum
     if d != fmap.n_features_in:
         raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
     if B < 1 or n_steps * B < n_rows or (n_steps - 1) * B >= n_rows > 0:
@@ -210,6 +233,13 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     cdef Py_ssize_t final_blocks = min(max_blocks, counters[0] + n_steps)
     if final_blocks * F > coef.shape[0]:
         raise ValueError("coef has no room for the blocks these steps add")
+    if counters.shape[0] != 3:
+        raise ValueError("counters must hold [n_blocks, t, n_averaged]")
+    if avg_start >= 0 and (coef_avg is None or intercept_avg is None
+                           or coef_avg.shape[0] < final_blocks * F or coef_avg.shape[1] != K
+                           or intercept_avg.shape[0] != K):
+        raise ValueError("averaging needs coef_avg and intercept_avg shaped like coef and "
+                         "intercept")
 
     Xb_arr = np.empty((B, d), dtype=np.float64)
     Yb_arr = np.empty((B, m), dtype=np.float64)
@@ -220,7 +250,24 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     cdef double[:, ::1] U = U_arr
     cdef double[:, ::1] G = G_arr
     cdef _Work w = _Work(fmap)
+    with _one_blas_thread():
+        _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha, max_blocks,
+                    fit_intercept, coef, intercept, scale, counters, Xb, Yb, U, G, w,
+                    coef_avg, intercept_avg, avg_start)
 
+
+cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const double[:, ::1] Y,
+                 const double[::1] sample_weight, const int64_t[::1] order, Py_ssize_t B,
+                 const double[::1] step_sizes, double alpha, Py_ssize_t max_blocks,
+                 bint fit_intercept, double[:, ::1] coef, double[::1] intercept,
+                 double[::1] scale, int64_t[::1] counters, double[:, ::1] Xb,
+                 double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, _Work w,
+                 double[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start):
+    cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
+    cdef Py_ssize_t K = coef.shape[1], F = src.fmap.n_components
+    cdef Py_ssize_t n_steps = step_sizes.shape[0]
+    cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
+    cdef double gamma, factor, cst, sc, gsum, inv
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
@@ -273,7 +320,20 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
                     gsum = 0.0
                     for i in range(nb):
                         gsum += G[i, c]
-                    intercept[c] -= gamma * gsum / nb
+                    # shrunk like a coefficient: the intercept is the weight of
+                    # a constant feature (kernel k + 1), which keeps it stable
+                    # under the large early steps of 1/t schedules
+                    intercept[c] = (factor if factor > 0.0 else 0.0) * intercept[c] \
+                        - gamma * gsum / nb
+        counters[1] += 1
+        if avg_start >= 0 and counters[1] > avg_start:
+            counters[2] += 1
+            inv = 1.0 / counters[2]
+            with nogil:
+                for i in range(nblk * F):
+                    for c in range(K):
+                        coef_avg[i, c] += (sc * coef[i, c] - coef_avg[i, c]) * inv
+                for c in range(K):
+                    intercept_avg[c] += (intercept[c] - intercept_avg[c]) * inv
         scale[0] = sc
         counters[0] = nblk
-        counters[1] += 1

@@ -64,6 +64,14 @@ class _Entry:
                 "factory": f"{self.factory.__module__}.{self.factory.__qualname__}",
                 "parameters": self.parameters()}
 
+    def takes_any_keyword(self):
+        """Whether the factory accepts ``**kwargs`` (then it checks its own parameters)."""
+        try:
+            sig = inspect.signature(self.factory)
+        except (TypeError, ValueError):
+            return False
+        return any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
     def parameters(self):
         """Parameter names and defaults of the factory."""
         try:
@@ -92,21 +100,28 @@ class _Registry:
 
     def _load_entry_points(self):
         only_own = os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+        seen = set()
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             dist = ep.dist.name if ep.dist is not None else "<unknown>"
             if only_own and dist != _OWN_DISTRIBUTION:
                 continue
-            if self.pm.get_plugin(ep.name) is not None:
+            if (dist, ep.name) in seen:
                 continue  # the same distribution seen twice on sys.path
+            seen.add((dist, ep.name))
+            # Entry-point names are only unique within a distribution: qualify
+            # a name another distribution already uses instead of dropping it.
+            name = ep.name
+            if name in self.distributions or self.pm.has_plugin(name):
+                name = f"{dist}:{ep.name}"
             try:
                 plugin = ep.load()
-                self.pm.register(plugin, name=ep.name)
+                self.pm.register(plugin, name=name)
             except Exception as exc:  # any failure of a plugin must not break the rest
                 warnings.warn(f"onlinekernel plugin {ep.name!r} from distribution {dist!r} "
                               f"could not be loaded and is skipped: "
                               f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
                 continue
-            self.distributions[ep.name] = dist
+            self.distributions[name] = dist
 
     def _collect(self, kind, hook):
         entries = {}
@@ -166,7 +181,7 @@ def _build(table, kind, name, params):
                          f"{', '.join(table) or '(none)'}")
     entry = table[name]
     unknown = set(params) - set(entry.parameters())
-    if unknown:
+    if unknown and not entry.takes_any_keyword():
         raise ValueError(f"invalid parameters for {kind} {name!r}: {sorted(unknown)}; "
                          f"it takes {sorted(entry.parameters())}")
     try:

@@ -2,7 +2,8 @@
 
 The learned state of a model is its configuration, a 64-bit seed, the
 coefficient matrix ``_coef`` (one row per random feature, one column per
-output) with its global ``_scale``, the intercept and two counters.  Every
+output) with its global ``_scale``, the intercept, the running averages of
+both when ``average`` is on, and the step counters.  Every
 update is transactional: inputs are validated first and training runs on a
 copy of the state that replaces the old one only on success, so a failed
 call leaves the model exactly as it was.
@@ -18,16 +19,18 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from onlinekernel import registry
 from onlinekernel._featuremap import CyFeatureMap
-from onlinekernel._loss import as_cy_loss
+from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._random import words
 from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._solver import BlockSource, predict_raw, train_steps
+from onlinekernel.losses import Loss
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
 # feature block a model can reach).
 _SHUFFLE_BLOCK = 1 << 62
 # Fitted attributes that make up the learned state.
-_STATE = ("_coef", "_scale", "intercept_", "n_blocks_", "t_", "n_epochs_seen_")
+_STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
+          "_coef_avg", "_intercept_avg", "n_averaged_")
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -42,6 +45,20 @@ def _check_real(name, value, low, strict=False):
     if not ok or (value <= low if strict else value < low):
         raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low}, "
                          f"got {value!r}")
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _same(a, b):
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
 
 
 def transactional(method):
@@ -70,11 +87,10 @@ class BaseDSG(BaseEstimator):
     losses they accept and how raw outputs become predictions.
     """
 
-    def __init__(self, loss, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
-                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
-                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20):
+    def __init__(self, loss, kernel, *, gamma, degree, coef0, kernel_params, alpha,
+                 fit_intercept, batch_size, block_size, max_blocks, learning_rate, eta0, t0,
+                 n_epochs, shuffle, average, random_state, warm_start, cache_bytes):
+        # defaults live in the public subclasses' signatures (one place each)
         self.loss = loss
         self.kernel = kernel
         self.gamma = gamma
@@ -91,6 +107,7 @@ class BaseDSG(BaseEstimator):
         self.t0 = t0
         self.n_epochs = n_epochs
         self.shuffle = shuffle
+        self.average = average
         self.random_state = random_state
         self.warm_start = warm_start
         self.cache_bytes = cache_bytes
@@ -119,6 +136,36 @@ class BaseDSG(BaseEstimator):
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
             raise ValueError(f"kernel_params must be a dict or None, got "
                              f"{type(self.kernel_params).__name__}")
+        _check_bool("fit_intercept", self.fit_intercept)
+        _check_bool("shuffle", self.shuffle)
+        _check_bool("warm_start", self.warm_start)
+        if not isinstance(self.average, (bool, np.bool_)):
+            _check_int("average", self.average, 0)
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, np.random.RandomState)
+                or (isinstance(rs, numbers.Integral) and 0 <= rs < 2 ** 32)):
+            raise ValueError(f"random_state must be None, an integer in [0, 2**32) or a "
+                             f"numpy RandomState, got {rs!r}")
+        # partial_fit on a fitted model keeps its loss_ and feature_map_, but
+        # must still reject a bad loss or kernel: check them unless they are
+        # the ones the model was built from (the registry lookup is slow
+        # compared with a one-row step).
+        built = getattr(self, "_built_from", None)
+        if built is None or not (_same(built[0], self.loss) and _same(built[1], self.kernel)):
+            self._check_names()
+
+    def _check_names(self):
+        if isinstance(self.loss, str):
+            registry.get_loss(self.loss)  # raises, listing the registered losses
+        elif not isinstance(self.loss, (CyLoss, Loss)):
+            raise TypeError(f"loss must be a registered name, a compiled CyLoss or an "
+                            f"onlinekernel.Loss instance, got {type(self.loss).__name__}")
+        if isinstance(self.kernel, str):
+            if self.kernel not in registry.available_feature_maps():
+                registry.get_feature_map(self.kernel)  # raises the listing error
+        elif not isinstance(self.kernel, CyFeatureMap):
+            raise TypeError(f"kernel must be a registered name or a CyFeatureMap, got "
+                            f"{type(self.kernel).__name__}")
 
     def _resolve_base_loss(self):
         if isinstance(self.loss, str):
@@ -167,8 +214,12 @@ class BaseDSG(BaseEstimator):
             "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,
             "n_features_in_": X.shape[1], "_n_outputs": n_outputs,
             "_coef": np.zeros((0, n_outputs)), "_scale": 1.0,
-            "intercept_": np.zeros(n_outputs), "n_blocks_": 0, "t_": 0, "n_epochs_seen_": 0,
+            "_intercept": np.zeros(n_outputs), "n_blocks_": 0, "t_": 0, "samples_seen_": 0,
+            "n_epochs_seen_": 0,
+            "_coef_avg": np.zeros((0, n_outputs)), "_intercept_avg": np.zeros(n_outputs),
+            "n_averaged_": 0,
             "_blocks": BlockSource(fmap, seed, self.cache_bytes),
+            "_built_from": (self.loss, self.kernel),
         }
         return state
 
@@ -186,28 +237,42 @@ class BaseDSG(BaseEstimator):
         if self.max_blocks is not None:
             nb = min(nb, self.max_blocks)
         rows = nb * F
-        coef = state["_coef"]
-        if coef.shape[0] < rows:
-            grown = np.zeros((max(rows, min(2 * coef.shape[0], rows + 64 * F)),
-                              coef.shape[1]))
-            grown[:coef.shape[0]] = coef
-            state["_coef"] = grown
+        for key in ("_coef", "_coef_avg"):
+            coef = state[key]
+            if coef.shape[0] < rows:
+                grown = np.zeros((max(rows, min(2 * coef.shape[0], rows + 64 * F)),
+                                  coef.shape[1]))
+                grown[:coef.shape[0]] = coef
+                state[key] = grown
 
     def _run_epoch(self, state, X, Y, sw, order):
         B = self.batch_size
-        n_steps = -(-order.shape[0] // B)
+        n = order.shape[0]
+        n_steps = -(-n // B)
         self._ensure_capacity(state, n_steps)
-        steps = step_sizes(self.learning_rate, state["t_"], n_steps, eta0=self.eta0,
-                           t0=self.t0, alpha=self.alpha)
+        rows = np.full(n_steps, B, dtype=np.int64)
+        rows[-1] = n - B * (n_steps - 1)
+        steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B,
+                           eta0=self.eta0, t0=self.t0, alpha=self.alpha)
+        state["samples_seen_"] += n
         scale = np.array([state["_scale"]])
-        counters = np.array([state["n_blocks_"], state["t_"]], dtype=np.int64)
+        counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
+                            dtype=np.int64)
         max_blocks = self.max_blocks if self.max_blocks is not None else np.iinfo(np.int64).max
         train_steps(state["_blocks"], as_cy_loss(state["loss_"]), X, Y, sw, order, B, steps,
                     float(self.alpha), max_blocks, bool(self.fit_intercept), state["_coef"],
-                    state["intercept_"], scale, counters)
+                    state["_intercept"], scale, counters, state["_coef_avg"],
+                    state["_intercept_avg"], self._average_start())
         state["_scale"] = float(scale[0])
         state["n_blocks_"] = int(counters[0])
         state["t_"] = int(counters[1])
+        state["n_averaged_"] = int(counters[2])
+
+    def _average_start(self):
+        """First step whose iterate is averaged, minus one (-1: no averaging)."""
+        if self.average is False:
+            return -1
+        return 0 if self.average is True else int(self.average)
 
     def _shuffled(self, seed, epoch, n):
         if not self.shuffle:
@@ -223,18 +288,21 @@ class BaseDSG(BaseEstimator):
     # ------------------------------------------------------------------ #
     # public API
     # ------------------------------------------------------------------ #
-    def _fit(self, X, y, sample_weight, epochs_from_params=True):
+    def _fit(self, X, y, sample_weight):
         self._validate_params()
+        # warm_start continues the fitted model: its features, classes and
+        # loss stay, so X must have the same columns (and y known labels).
+        warm = self.warm_start and hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
-                             y_numeric=self._y_numeric, reset=True)
+                             y_numeric=self._y_numeric, reset=not warm)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")
-        keep = sw > 0  # a zero weight means the sample is not there at all
+        keep = self._kept_rows(sw)  # a zero weight means the sample is not there at all
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
-        loss, Y, n_outputs = self._prepare_targets(y, fitting=True)
-        if self.warm_start and hasattr(self, "_coef") and self._compatible(X, n_outputs):
+        loss, Y, n_outputs = self._prepare_targets(y, fitting=not warm)
+        if warm:
             state = self._state_copy()
         else:
             state = self._new_state(X, n_outputs, loss)
@@ -246,8 +314,12 @@ class BaseDSG(BaseEstimator):
         self._commit(state)
         return self
 
-    def _compatible(self, X, n_outputs):
-        return self.n_features_in_ == X.shape[1] and self._n_outputs == n_outputs
+    @staticmethod
+    def _kept_rows(sw):
+        keep = sw > 0
+        if not keep.any():
+            raise ValueError("sample_weight is zero for every row: there is nothing to fit")
+        return keep
 
     def _partial_fit(self, X, y, sample_weight, classes=None):
         first = not hasattr(self, "_coef")
@@ -258,6 +330,9 @@ class BaseDSG(BaseEstimator):
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")
         loss, Y, n_outputs = self._prepare_targets(y, fitting=first, classes=classes)
+        keep = self._kept_rows(sw)  # as in fit: a zero weight leaves the row out
+        if not keep.all():
+            X, Y, sw = X[keep], Y[keep], sw[keep]
         state = self._new_state(X, n_outputs, loss) if first else self._state_copy()
         order = np.arange(X.shape[0], dtype=np.int64)
         self._run_epoch(state, X, Y, np.ascontiguousarray(sw), order)
@@ -267,8 +342,11 @@ class BaseDSG(BaseEstimator):
     def _raw(self, X):
         check_is_fitted(self, "_coef")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        if self.n_averaged_:
+            return predict_raw(self._blocks, X, self._coef_avg, self.n_blocks_, 1.0,
+                               self._intercept_avg)
         return predict_raw(self._blocks, X, self._coef, self.n_blocks_, self._scale,
-                           self.intercept_)
+                           self._intercept)
 
     @property
     def n_random_features_(self):
@@ -281,13 +359,25 @@ class BaseDSG(BaseEstimator):
         """Coefficients of the random features, shape ``(n_random_features_, n_outputs)``.
 
         Row ``j * F + k`` is feature ``k`` of block ``j``; the features
-        themselves are regenerated from ``seed_`` and never stored.
+        themselves are regenerated from ``seed_`` and never stored.  With
+        ``average`` on, these are the averaged coefficients the model
+        predicts with.
         """
         check_is_fitted(self, "_coef")
+        if self.n_averaged_:
+            return self._coef_avg[:self.n_random_features_].copy()
         return self._scale * self._coef[:self.n_random_features_]
 
+    @property
+    def intercept_(self):
+        """Intercept of each output (averaged when ``average`` is on)."""
+        check_is_fitted(self, "_coef")
+        return (self._intercept_avg if self.n_averaged_ else self._intercept).copy()
+
     def __getstate__(self):
-        state = super().__getstate__()
+        # ``object.__getstate__`` returns the live ``__dict__``: copy it before
+        # dropping the cache, or pickling would strip the cache off ``self``.
+        state = dict(super().__getstate__())
         state.pop("_blocks", None)  # a cache, rebuilt from the seed on load
         return state
 

@@ -48,8 +48,11 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Constant term, for maps that take one (``poly_sketch``).
     kernel_params : dict, default=None
         Further parameters of the feature map.
-    alpha : float, default=1e-6
-        Regularisation strength :math:`\nu` of the RKHS norm.
+    alpha : float, default=1e-5
+        Regularisation strength :math:`\nu` of the RKHS norm.  Each step
+        shrinks the coefficients by ``1 - step * alpha``; with the default
+        1/t schedule this makes the model a weighted average of its
+        gradients, forgetting the noise of the large early steps.
     fit_intercept : bool, default=True
         Learn an unpenalised intercept.
     batch_size : int, default=64
@@ -59,21 +62,34 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     max_blocks : int or None, default=16
         Feature budget in blocks; ``None`` grows one block per step without
         bound (plain DSG, cost per step growing with the step count).
-    learning_rate : {"invsqrt", "inverse", "constant", "pegasos"}, default="invsqrt"
-        Step schedule: ``eta0 / sqrt(1 + (t-1)/t0)``, ``eta0 / (1 + (t-1)/t0)``,
+    learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
+        Step schedule: ``eta0 / (1 + (t-1)/t0)``, ``eta0 / sqrt(1 + (t-1)/t0)``,
         ``eta0`` or ``1 / (alpha t)``.
-    eta0 : float, default=1.0
-        Initial step.
-    t0 : float, default=1.0
+    eta0 : float, default=512.0
+        Initial step.  It multiplies the *mean* gradient of a mini-batch, so
+        each row moves its own prediction by about ``step / batch_size``:
+        margin losses (hinge, logistic) learn well with ``eta0`` around
+        ``8 * batch_size``; smooth losses on real targets (squared) need
+        steps of at most about 1 to stay stable (the DSGRegressor default).
+    t0 : float, default=100.0
         Time scale of the step decay, in steps.
     n_epochs : int, default=5
         Passes over the data in ``fit`` (``partial_fit`` makes one pass).
     shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit`` (seeded by the model).
+    average : bool or int, default=False
+        Polyak-Ruppert averaging: predict with the running mean of the
+        iterates (coefficients and intercept) instead of the last one.
+        ``True`` averages from the first step, an integer ``n`` from step
+        ``n + 1``.  Averaging removes most of the noise of large steps, so it
+        pairs with a slowly decaying schedule; it costs one pass over the
+        coefficients per step.
     random_state : int, RandomState or None, default=None
         Seeds the model: the random features and the shuffling.
     warm_start : bool, default=False
-        Continue from the current model in ``fit``.
+        Continue from the current model in ``fit``: its random features,
+        classes and loss are kept, so ``X`` must have the same number of
+        features and ``y`` only known labels.
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks; blocks beyond it are
         regenerated whenever used.
@@ -119,15 +135,15 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     _y_numeric = False
 
     def __init__(self, loss="hinge", kernel="gaussian", *, gamma="scale", degree=3,
-                 coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
-                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
-                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20):
+                 coef0=0.0, kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
+                 block_size=256, max_blocks=16, learning_rate="inverse", eta0=512.0, t0=100.0,
+                 n_epochs=5, shuffle=True, average=False, random_state=None,
+                 warm_start=False, cache_bytes=64 * 2 ** 20):
         super().__init__(loss, kernel, gamma=gamma, degree=degree, coef0=coef0,
                          kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
                          batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
                          learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
-                         shuffle=shuffle, random_state=random_state, warm_start=warm_start,
+                         shuffle=shuffle, average=average, random_state=random_state, warm_start=warm_start,
                          cache_bytes=cache_bytes)
 
     def _prepare_targets(self, y, fitting, classes=None):
@@ -155,7 +171,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         bad = classes[idx] != y
         if bad.any():
             raise ValueError(f"labels {np.unique(y[bad]).tolist()} are not among the classes "
-                             f"{classes.tolist()} given on the first call to partial_fit")
+                             f"{classes.tolist()} of the model (fixed by the first call to "
+                             f"partial_fit, or by fit when warm_start=True)")
         n_classes = classes.shape[0]
         if loss.target_encoding == "class_index":
             Y, K = idx.astype(np.float64)[:, None], n_classes
@@ -210,6 +227,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         classes : array-like, default=None
             All classes; required on the first call.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiply each row's loss gradient; rows of weight 0 are
+            left out.
 
         Returns
         -------

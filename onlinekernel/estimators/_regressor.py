@@ -11,7 +11,10 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     Minimises :math:`E[\ell(f(x), y)] + \frac{\alpha}{2}\|f\|^2_{\mathcal H}`
     over :math:`f(x) = b + \sum_{j,k} \alpha_{jk}\phi_{\omega_{jk}}(x)`; see
     :class:`DSGClassifier` for the algorithm and the parameters, which are
-    the same except for the default loss.  Losses must take real targets
+    the same except for the defaults of ``loss`` (``"squared"``), ``alpha``
+    (``1e-6``) and the step: ``learning_rate="constant"`` with ``eta0=1.0``.
+    With the squared loss a step of 1 moves a lone row's prediction onto its
+    target; much larger steps diverge where many rows of a batch are alike.  Losses must take real targets
     (``squared``, ``huber``, ``epsilon_insensitive``, ``quantile`` or a
     Python :class:`onlinekernel.Loss` with ``target_encoding="real"``).
 
@@ -34,14 +37,14 @@ class DSGRegressor(RegressorMixin, BaseDSG):
 
     def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
-                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=1.0,
-                 n_epochs=5, shuffle=True, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20):
+                 block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
+                 n_epochs=5, shuffle=True, average=False, random_state=None,
+                 warm_start=False, cache_bytes=64 * 2 ** 20):
         super().__init__(loss, kernel, gamma=gamma, degree=degree, coef0=coef0,
                          kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
                          batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
                          learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
-                         shuffle=shuffle, random_state=random_state, warm_start=warm_start,
+                         shuffle=shuffle, average=average, random_state=random_state, warm_start=warm_start,
                          cache_bytes=cache_bytes)
 
     def _prepare_targets(self, y, fitting, classes=None):
@@ -51,7 +54,11 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                              f"classification loss (target_encoding="
                              f"{loss.target_encoding!r}); DSGRegressor needs a loss for real "
                              f"targets")
-        return loss, np.ascontiguousarray(np.asarray(y, dtype=np.float64)[:, None]), 1
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must be numeric for DSGRegressor: {exc}") from None
+        return loss, np.ascontiguousarray(y[:, None]), 1
 
     @transactional
     def fit(self, X, y, sample_weight=None):
@@ -80,12 +87,25 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiply each row's loss gradient; rows of weight 0 are
+            left out.
 
         Returns
         -------
         self
         """
         return self._partial_fit(X, y, sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scikit-learn's "reasonable score" is R^2 > 0.5 on a 200-row,
+        # 10-feature problem with one informative feature.  With the default
+        # batch_size and n_epochs, fit takes only 20 functional gradient steps
+        # there (R^2 about 0.26: the signal's kernel eigenvalues are ~0.04, so
+        # 20 steps recover only part of it); the same data reaches R^2 > 0.5
+        # with a larger step budget (tests/test_estimators.py checks this).
+        tags.regressor_tags.poor_score = True
+        return tags
 
     def predict(self, X):
         """Predicted targets, shape ``(n,)``."""

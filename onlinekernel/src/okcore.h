@@ -26,32 +26,6 @@
 #define OK_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define OK_TARGET_CLONES
-/* Publish a freshly generated cache block: store `desired` into *slot if it is
- * still NULL.  Returns the pointer that ends up in the slot (another thread's
- * if it won the race; the caller then frees its own copy). */
-static inline void *ok_publish_ptr(void **slot, void *desired)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    void *expected = NULL;
-    if (__atomic_compare_exchange_n(slot, &expected, desired, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-        return desired;
-    return expected;
-#else
-    if (*slot == NULL) *slot = desired;
-    return *slot;
-#endif
-}
-
-static inline void *ok_load_ptr(void **slot)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-#else
-    return *slot;
-#endif
-}
-
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -165,7 +139,7 @@ static inline double ok_sin(double x)
     return ok__cos_shift(x, 3);
 }
 
-/* Natural log for finite x > 0 (fdlibm's algorithm). */
+/* Natural log for finite x > 0, subnormals included (fdlibm's algorithm). */
 static inline double ok_log(double x)
 {
     const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
@@ -176,8 +150,13 @@ static inline double ok_log(double x)
     uint64_t bits;
     int k;
     double f, s, z, w, t1, t2, R, hfsq, dk;
+    int sub = 0;
+    if (x < 2.2250738585072014e-308) {   /* subnormal: scale into the normal range */
+        x *= 18014398509481984.0;        /* 2^54 */
+        sub = 54;
+    }
     memcpy(&bits, &x, sizeof bits);
-    k = (int)((bits >> 52) & 0x7ff) - 1023;
+    k = (int)((bits >> 52) & 0x7ff) - 1023 - sub;
     bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;  /* m in [1, 2) */
     memcpy(&f, &bits, sizeof f);
     if (f > 1.4142135623730951) { f *= 0.5; k += 1; }
@@ -322,7 +301,7 @@ static inline void ok_fill_sign(uint64_t seed, uint64_t block, uint32_t stream,
  * arguments all lie in the reduction's range take the vector loop; the rare
  * tile with a huge argument (heavy-tailed weights) takes the exact scalar one.
  */
-OK_TARGET_CLONES
+OK_TARGET_CLONES __attribute__((unused))
 static void ok_cos_tile(double *z, int64_t n, int64_t m, int64_t ld, const double *bias,
                         double scale, int shift)
 {

@@ -1,0 +1,61 @@
+"""Learning on real data: accuracy floors that catch a broken learner.
+
+These are floors for correctness, not the quality goal (exact RBF machines
+tuned on this machine reach 98.76 %, 94.6 %, 97.5 %, 85.1 % and R^2 0.78).
+Hyper-parameters are set per dataset where the default bandwidth does not
+suit the data; the preprocessing is stated in each test.
+"""
+import numpy as np
+from sklearn.preprocessing import StandardScaler
+
+from conftest import load_dataset, needs_data
+from onlinekernel import DSGClassifier, DSGRegressor
+
+
+@needs_data("ijcnn1")
+def test_ijcnn1_binary_default_model():
+    # Features already in [-1, 1]; default model (hinge, gamma='scale').
+    X, y, Xt, yt = load_dataset("ijcnn1")
+    clf = DSGClassifier(random_state=0).fit(X, y)
+    assert clf.score(Xt, yt) >= 0.970
+
+
+@needs_data("usps")
+def test_usps_multiclass_one_vs_rest():
+    # Pixels in [-1, 1]; 10 classes, hinge one-vs-rest; a narrower bandwidth
+    # than 'scale' (1 / (256 * var) = 0.004) and 10 passes.
+    X, y, Xt, yt = load_dataset("usps")
+    clf = DSGClassifier(gamma=0.008, n_epochs=10, random_state=0).fit(X, y)
+    assert clf.score(Xt, yt) >= 0.93
+
+
+@needs_data("letter")
+def test_letter_26_classes():
+    # Features in [-1, 1]; 26 classes, hinge one-vs-rest, gamma = 3.
+    X, y, Xt, yt = load_dataset("letter")
+    clf = DSGClassifier(gamma=3.0, random_state=0).fit(X, y)
+    assert clf.score(Xt, yt) >= 0.93
+
+
+@needs_data("covtype_binary_sub20k")
+def test_covtype_binary():
+    # Features already scaled to [0, 1]; a Pegasos-like schedule (alpha
+    # matched to the step decay: eta0 * t0 = 1 / alpha) without intercept.
+    X, y, Xt, yt = load_dataset("covtype_binary_sub20k")
+    clf = DSGClassifier(gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0, fit_intercept=False,
+                        random_state=0).fit(X, y)
+    assert clf.score(Xt, yt) >= 0.80
+
+
+@needs_data("cadata")
+def test_cadata_regression():
+    # Features standardised with a StandardScaler fitted on the training
+    # split; the target is centred and scaled by its training mean and
+    # standard deviation and mapped back for scoring.
+    X, y, Xt, yt = load_dataset("cadata")
+    scaler = StandardScaler().fit(X)
+    mu, sd = y.mean(), y.std()
+    reg = DSGRegressor(n_epochs=10, random_state=0).fit(scaler.transform(X), (y - mu) / sd)
+    pred = reg.predict(scaler.transform(Xt)) * sd + mu
+    r2 = 1.0 - np.mean((pred - yt) ** 2) / np.var(yt)
+    assert r2 >= 0.72

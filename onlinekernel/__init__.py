@@ -14,10 +14,11 @@ Examples
 2048
 """
 from onlinekernel._version import __version__
+from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.registry import (
     available_feature_maps, available_losses, get_feature_map, get_loss)
 from onlinekernel.estimators import DSGClassifier, DSGRegressor
 
-__all__ = ["__version__", "Loss", "available_losses", "available_feature_maps", "get_loss",
+__all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor"]

@@ -7,6 +7,11 @@ cdef class CyFeatureMap:
     cdef public Py_ssize_t n_features_in   # input dimension (d), set by bind()
     cdef public Py_ssize_t param_size      # doubles of parameters per block
     cdef public Py_ssize_t work_per_row    # doubles of scratch per row for transform()
+    # A map whose generate/transform can fail (Python maps) sets `failed`
+    # and keeps the exception in `pending`; the solver then does not cache
+    # the block and raises `pending` when the call returns (raise_pending).
+    cdef int failed
+    cdef object pending
     # Write the parameters of block `block` (seeded by `seed`) into params.
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil
     # out[i, :] = features of row i of X (n rows, leading dimension ldx); out is n x F.

@@ -10,7 +10,9 @@ by the block average ``k(x, x') ~ (1/F) sum_k phi_k(x) phi_k(x')``.
 
 Subclasses implement ``generate``, ``transform``, ``_sizes(d)`` (returns
 ``(param_size, work_per_row)``) and, where the kernel has a closed form,
-``kernel(X, Y)``; parameters are validated in ``__init__``.
+``kernel(X, Y)``; parameters are validated in ``__init__``.  Maps written in
+Python subclass :class:`onlinekernel.FeatureMap` instead and run through
+:class:`PyFeatureMapAdapter`.
 """
 import numpy as np
 cimport numpy as cnp
@@ -30,6 +32,8 @@ cdef class CyFeatureMap:
         self.n_features_in = 0
         self.param_size = 0
         self.work_per_row = 0
+        self.failed = 0
+        self.pending = None
 
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
         pass
@@ -50,6 +54,14 @@ cdef class CyFeatureMap:
         self.n_features_in = n_features_in
         return self
 
+    def raise_pending(self):
+        """Raise (and clear) the error a failed generate/transform left behind."""
+        exc = self.pending
+        self.failed = 0
+        self.pending = None
+        if exc is not None:
+            raise exc
+
     def _require_bound(self):
         if self.n_features_in < 1:
             raise ValueError(f"{type(self).__name__} is not bound to an input "
@@ -62,6 +74,7 @@ cdef class CyFeatureMap:
         cdef double[::1] o = out
         if self.param_size:
             self.generate(seed, block, &o[0])
+        self.raise_pending()
         return out
 
     def transform_block(self, uint64_t seed, uint64_t block, X):
@@ -81,6 +94,7 @@ cdef class CyFeatureMap:
         if n:
             with nogil:
                 self.transform(&p_[0], &x_[0, 0], n, x_.shape[1], &o_[0, 0], &w_[0])
+        self.raise_pending()
         return out
 
     def get_params(self):
@@ -106,3 +120,108 @@ cdef class CyFeatureMap:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+cdef class PyFeatureMapAdapter(CyFeatureMap):
+    """Runs a pure-Python :class:`onlinekernel.FeatureMap` through the solver.
+
+    ``generate`` and ``transform`` take the GIL and call the Python map's
+    ``generate_params(seed, block)`` and ``features(params, X)``; their
+    results are checked (shape, finiteness).  An exception is kept and
+    raised when the solver call returns, and a block whose generation failed
+    is never cached.  One Python call per block and tile: slower than a
+    compiled map, the same algorithm.
+    """
+    cdef public object map_obj
+
+    def __init__(self, map_obj):
+        super().__init__(map_obj.n_components)
+        self.map_obj = map_obj
+
+    @property
+    def name(self):
+        return getattr(self.map_obj, "name", None)
+
+    def _sizes(self, Py_ssize_t d):
+        self.map_obj.bind(d)
+        return int(self.map_obj.param_size()), 0
+
+    def __getattr__(self, attr):
+        # kernel parameters (gamma, ...) and kernel() of the wrapped map
+        return getattr(self.map_obj, attr)
+
+    cdef void _fail(self, exc) noexcept:
+        if self.pending is None:
+            self.pending = exc
+        self.failed = 1
+
+    cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
+        cdef Py_ssize_t size = self.param_size
+        with gil:
+            try:
+                p = np.asarray(self.map_obj.generate_params(int(seed), int(block)),
+                               dtype=np.float64).reshape(-1)
+                if p.shape[0] != size:
+                    raise ValueError(f"{type(self.map_obj).__name__}.generate_params returned "
+                                     f"{p.shape[0]} values, expected param_size() = {size}")
+                if size:
+                    (<double[:size]> params)[:] = p
+            except BaseException as exc:
+                self._fail(exc)
+                if size:
+                    (<double[:size]> params)[:] = np.nan
+
+    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
+                        Py_ssize_t ldx, double* out, double* work) noexcept nogil:
+        cdef Py_ssize_t F = self.n_components, d = self.n_features_in
+        cdef Py_ssize_t size = self.param_size
+        with gil:
+            try:
+                p = np.asarray(<const double[:max(size, 1)]> params)[:size].copy()
+                x = np.asarray(<const double[:n, :ldx]> X)[:, :d].copy()
+                z = np.asarray(self.map_obj.features(p, x), dtype=np.float64)
+                if z.shape != (n, F):
+                    raise ValueError(f"{type(self.map_obj).__name__}.features returned shape "
+                                     f"{z.shape}, expected {(n, F)}")
+                if not np.isfinite(z).all():
+                    raise FloatingPointError(
+                        f"{type(self.map_obj).__name__}.features returned non-finite values")
+                (<double[:n, :F]> out)[:, :] = z
+            except BaseException as exc:
+                self._fail(exc)
+                (<double[:n, :F]> out)[:, :] = np.nan
+
+    def get_params(self):
+        return self.map_obj.get_params()
+
+    def __reduce__(self):
+        return (_rebuild_adapter, (self.map_obj, self.n_features_in))
+
+    def __eq__(self, other):
+        return (isinstance(other, PyFeatureMapAdapter) and self.map_obj == other.map_obj
+                and self.n_features_in == other.n_features_in)
+
+    def __hash__(self):
+        return hash((PyFeatureMapAdapter, self.map_obj))
+
+    def __repr__(self):
+        return f"PyFeatureMapAdapter({self.map_obj!r})"
+
+
+def _rebuild_adapter(map_obj, n_features_in):
+    adapter = PyFeatureMapAdapter(map_obj)
+    if n_features_in:
+        adapter.bind(n_features_in)
+    return adapter
+
+
+def as_cy_feature_map(obj):
+    """Return the object the solver runs for feature map ``obj`` (compiled or Python)."""
+    from onlinekernel.featuremaps import FeatureMap
+    if isinstance(obj, CyFeatureMap):
+        return obj
+    if isinstance(obj, FeatureMap):
+        return PyFeatureMapAdapter(obj)
+    raise TypeError(
+        f"a feature map must be a registered name, a compiled CyFeatureMap or a subclass of "
+        f"onlinekernel.FeatureMap; got {type(obj).__name__}")

@@ -104,6 +104,10 @@ cdef class BlockSource:
             p = malloc(max(1, self.param_size) * sizeof(double))
             if p != NULL:
                 self.fmap.generate(self.seed, j, <double*>p)
+                if self.fmap.failed:  # never cache a block whose generation failed
+                    memcpy(scratch, p, max(1, self.param_size) * sizeof(double))
+                    free(p)
+                    return scratch
                 won = ok_publish_ptr(&self.slots[j], p)
                 if won != p:
                     free(p)
@@ -185,6 +189,7 @@ def predict_raw(BlockSource src, const double[:, ::1] X, const double[:, ::1] co
         with _one_blas_thread():
             with nogil:
                 _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0])
+    src.fmap.raise_pending()
     with nogil:
         for i in range(n):
             for c in range(K):
@@ -251,9 +256,12 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     cdef double[:, ::1] G = G_arr
     cdef _Work w = _Work(fmap)
     with _one_blas_thread():
-        _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha, max_blocks,
-                    fit_intercept, coef, intercept, scale, counters, Xb, Yb, U, G, w,
-                    coef_avg, intercept_avg, avg_start)
+        try:
+            _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,
+                        max_blocks, fit_intercept, coef, intercept, scale, counters, Xb, Yb,
+                        U, G, w, coef_avg, intercept_avg, avg_start)
+        finally:
+            src.fmap.raise_pending()
 
 
 cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const double[:, ::1] Y,
@@ -326,6 +334,8 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
                     intercept[c] = (factor if factor > 0.0 else 0.0) * intercept[c] \
                         - gamma * gsum / nb
         counters[1] += 1
+        if src.fmap.failed:
+            break  # a Python feature map failed: stop, the caller raises its error
         if avg_start >= 0 and counters[1] > avg_start:
             counters[2] += 1
             inv = 1.0 / counters[2]

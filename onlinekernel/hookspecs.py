@@ -48,6 +48,8 @@ def onlinekernel_register_feature_maps():
     Called once, when the registry is first used.  Return a dict mapping each
     feature-map name to a factory: a class or callable taking
     ``n_components`` and the map's kernel parameters as keyword arguments and
-    returning a subclass of ``onlinekernel._featuremap.CyFeatureMap``.
+    returning either a compiled map (a subclass of
+    ``onlinekernel._featuremap.CyFeatureMap``) or a pure-Python
+    :class:`onlinekernel.FeatureMap`.
     Names must be unique across all installed plugins.
     """

@@ -467,7 +467,7 @@ BAD_INPUT = [
     ("unknown_kernel", BOTH, FIT_PF, lambda X, y, k: (X, y, {}, {"kernel": "nope"}),
      ValueError, "unknown feature map 'nope'; registered feature maps: .*gaussian"),
     ("kernel_type", BOTH, FIT_PF, lambda X, y, k: (X, y, {}, {"kernel": 3}),
-     TypeError, "kernel must be a registered name or a CyFeatureMap, got int"),
+     TypeError, "kernel must be a registered name, a compiled CyFeatureMap or an onlinekernel.FeatureMap instance, got int"),
     ("unknown_kernel_param", BOTH, FIT, lambda X, y, k: (X, y, {}, {"kernel_params": {"bw": 1}}),
      ValueError, r"invalid parameters for feature map 'gaussian': \['bw'\]"),
 ]

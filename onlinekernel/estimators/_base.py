@@ -11,6 +11,8 @@ call leaves the model exactly as it was.
 import copy
 import functools
 import numbers
+import threading
+import weakref
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -18,11 +20,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from onlinekernel import registry
-from onlinekernel._featuremap import CyFeatureMap
+from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
 from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._random import words
 from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._solver import BlockSource, predict_raw, train_steps
+from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
@@ -61,22 +64,44 @@ def _same(a, b):
         return False
 
 
-def transactional(method):
-    """Run ``method`` so that on any exception the estimator is left as it was.
+_train_locks = weakref.WeakKeyDictionary()
+_train_locks_guard = threading.Lock()
 
-    Training works on copies of the state arrays, so restoring the attribute
-    dictionary (a shallow copy taken on entry) restores the whole model,
-    including ``n_features_in_`` which input validation sets early.
+
+def _train_lock(estimator):
+    """The lock that serialises the training calls of one estimator.
+
+    Kept outside the instance so that pickling, cloning and ``get_params``
+    never see it.
+    """
+    with _train_locks_guard:
+        lock = _train_locks.get(estimator)
+        if lock is None:
+            lock = _train_locks[estimator] = threading.RLock()
+        return lock
+
+
+def transactional(method):
+    """Run a training method atomically with respect to failures and readers.
+
+    * On any exception the estimator is left exactly as it was: training works
+      on copies of the state arrays and the attribute dictionary (a shallow
+      copy taken on entry, before input validation sets ``n_features_in_``)
+      is put back in one assignment.
+    * Training calls of one estimator are serialised by a lock, and a
+      successful call publishes its new state in one ``dict.update``, so a
+      ``predict`` running in another thread (which reads one snapshot of the
+      dictionary) sees either the model before the call or the model after.
     """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        saved = dict(self.__dict__)
-        try:
-            return method(self, *args, **kwargs)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        with _train_lock(self):
+            saved = dict(self.__dict__)
+            try:
+                return method(self, *args, **kwargs)
+            except BaseException:
+                object.__setattr__(self, "__dict__", saved)
+                raise
     return wrapper
 
 
@@ -163,9 +188,9 @@ class BaseDSG(BaseEstimator):
         if isinstance(self.kernel, str):
             if self.kernel not in registry.available_feature_maps():
                 registry.get_feature_map(self.kernel)  # raises the listing error
-        elif not isinstance(self.kernel, CyFeatureMap):
-            raise TypeError(f"kernel must be a registered name or a CyFeatureMap, got "
-                            f"{type(self.kernel).__name__}")
+        elif not isinstance(self.kernel, (CyFeatureMap, FeatureMap)):
+            raise TypeError(f"kernel must be a registered name, a compiled CyFeatureMap or an "
+                            f"onlinekernel.FeatureMap instance, got {type(self.kernel).__name__}")
 
     def _resolve_base_loss(self):
         if isinstance(self.loss, str):
@@ -175,12 +200,12 @@ class BaseDSG(BaseEstimator):
     def _make_feature_map(self, X):
         """The feature map for this fit, bound to X's dimension, and the gamma used."""
         d = X.shape[1]
-        if isinstance(self.kernel, CyFeatureMap):
-            fmap = copy.deepcopy(self.kernel)
+        if isinstance(self.kernel, (CyFeatureMap, FeatureMap)):
+            fmap = as_cy_feature_map(copy.deepcopy(self.kernel))
             return fmap.bind(d), getattr(fmap, "gamma", None)
         if not isinstance(self.kernel, str):
-            raise TypeError(f"kernel must be a registered name or a CyFeatureMap, got "
-                            f"{type(self.kernel).__name__}")
+            raise TypeError(f"kernel must be a registered name, a compiled CyFeatureMap or an "
+                            f"onlinekernel.FeatureMap instance, got {type(self.kernel).__name__}")
         accepted = registry.available_feature_maps()
         if self.kernel not in accepted:
             registry.get_feature_map(self.kernel)  # raises the listing error
@@ -199,7 +224,7 @@ class BaseDSG(BaseEstimator):
         if "coef0" in accepted:
             params["coef0"] = self.coef0
         params.update(self.kernel_params or {})
-        fmap = registry.get_feature_map(self.kernel, **params)
+        fmap = as_cy_feature_map(registry.get_feature_map(self.kernel, **params))
         return fmap.bind(d), params.get("gamma", gamma)
 
     # ------------------------------------------------------------------ #
@@ -282,8 +307,7 @@ class BaseDSG(BaseEstimator):
         return np.argsort(keys, kind="stable").astype(np.int64)
 
     def _commit(self, state):
-        for k, v in state.items():
-            setattr(self, k, v)
+        self.__dict__.update(state)  # one step: readers see all of it or none
 
     # ------------------------------------------------------------------ #
     # public API
@@ -341,12 +365,15 @@ class BaseDSG(BaseEstimator):
 
     def _raw(self, X):
         check_is_fitted(self, "_coef")
+        # one snapshot of the state: a concurrent partial_fit publishes its
+        # new state in one step, so this is wholly the old or the new model
+        st = self.__dict__.copy()
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        if self.n_averaged_:
-            return predict_raw(self._blocks, X, self._coef_avg, self.n_blocks_, 1.0,
-                               self._intercept_avg)
-        return predict_raw(self._blocks, X, self._coef, self.n_blocks_, self._scale,
-                           self._intercept)
+        if st["n_averaged_"]:
+            return predict_raw(st["_blocks"], X, st["_coef_avg"], st["n_blocks_"], 1.0,
+                               st["_intercept_avg"])
+        return predict_raw(st["_blocks"], X, st["_coef"], st["n_blocks_"], st["_scale"],
+                           st["_intercept"])
 
     @property
     def n_random_features_(self):

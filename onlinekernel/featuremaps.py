@@ -1,0 +1,138 @@
+"""Base class for random-feature maps written in pure Python.
+
+Subclass :class:`FeatureMap` to add a kernel without compiling anything:
+implement ``param_size``, ``generate_params`` (the parameters of block
+``j``, drawn from the package's counter-based streams so that any block is
+regenerated alone) and ``features`` (the block's features on rows of X).
+The solver calls ``features`` with the GIL held, once per block and tile of
+rows: slower than a compiled map, the same algorithm.
+
+Examples
+--------
+Random Fourier features of the Cauchy kernel
+``prod_k 1 / (1 + gamma (x_k - x'_k)^2)``, whose spectral density is a
+Laplace distribution (drawn as a difference of two exponentials):
+
+>>> import numpy as np
+>>> from onlinekernel import FeatureMap, DSGClassifier
+>>> class CauchyRFF(FeatureMap):
+...     name = "cauchy_rff"
+...     def __init__(self, n_components=256, gamma=1.0):
+...         super().__init__(n_components)
+...         self.gamma = gamma
+...     def param_size(self):
+...         return self.n_components * (self.n_features_in + 1)
+...     def generate_params(self, seed, block):
+...         F, d = self.n_components, self.n_features_in
+...         u = self.uniform(seed, block, 0, 2 * F * d)
+...         w = (np.log(u[::2]) - np.log(u[1::2])) * np.sqrt(self.gamma)
+...         b = self.uniform(seed, block, 1, F, 0.0, 2 * np.pi)
+...         return np.concatenate([w, b])
+...     def features(self, params, X):
+...         F, d = self.n_components, self.n_features_in
+...         W, b = params[:F * d].reshape(F, d), params[F * d:]
+...         return np.sqrt(2.0) * np.cos(X @ W.T + b)
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(300, 2))
+>>> y = (np.hypot(X[:, 0], X[:, 1]) < 1.0).astype(int)
+>>> clf = DSGClassifier(kernel=CauchyRFF(gamma=1.0), random_state=0).fit(X, y)
+>>> float(clf.score(X, y)) > 0.85
+True
+"""
+from abc import ABC, abstractmethod
+import inspect
+
+from onlinekernel import _random
+
+__all__ = ["FeatureMap"]
+
+
+class FeatureMap(ABC):
+    """A random-feature map written in Python.
+
+    Parameters
+    ----------
+    n_components : int, default=256
+        Features per block.
+
+    Attributes
+    ----------
+    n_features_in : int
+        The input dimension, set by :meth:`bind` before any block is made.
+    """
+
+    name = None
+
+    def __init__(self, n_components=256):
+        if int(n_components) != n_components or n_components < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
+        self.n_components = int(n_components)
+        self.n_features_in = 0
+
+    def bind(self, n_features_in):
+        """Fix the input dimension (called by the estimators); returns self."""
+        self.n_features_in = int(n_features_in)
+        return self
+
+    @abstractmethod
+    def param_size(self):
+        """Number of float64 parameters of one block, for ``n_features_in``."""
+
+    @abstractmethod
+    def generate_params(self, seed, block):
+        """Parameters of block ``block`` (flat float64 array of ``param_size()``).
+
+        Draw them only from the streams of ``(seed, block)`` (the methods
+        below), so that a block is the same whenever and wherever it is made.
+        """
+
+    @abstractmethod
+    def features(self, params, X):
+        """Features of the block with ``params`` on rows ``X``, shape ``(n, F)``.
+
+        Scale them so that ``(1/F) sum_k phi_k(x) phi_k(x')`` estimates the
+        kernel.
+        """
+
+    # the package's stable streams (the same values on every machine)
+    @staticmethod
+    def uniform(seed, block, stream, n, low=0.0, high=1.0):
+        """``n`` uniforms in ``[low, high)`` from stream ``(seed, block, stream)``."""
+        return _random.uniform(seed, block, stream, n, low, high)
+
+    @staticmethod
+    def normal(seed, block, stream, n):
+        """``n`` standard normals from stream ``(seed, block, stream)``."""
+        return _random.normal(seed, block, stream, n)
+
+    @staticmethod
+    def cauchy(seed, block, stream, n):
+        """``n`` standard Cauchy draws from stream ``(seed, block, stream)``."""
+        return _random.cauchy(seed, block, stream, n)
+
+    @staticmethod
+    def hashes(seed, block, stream, n, m):
+        """``n`` hashes in ``[0, m)`` from stream ``(seed, block, stream)``."""
+        return _random.hashes(seed, block, stream, n, m)
+
+    @staticmethod
+    def signs(seed, block, stream, n):
+        """``n`` random signs (+1.0 / -1.0) from stream ``(seed, block, stream)``."""
+        return _random.signs(seed, block, stream, n)
+
+    def get_params(self):
+        """Constructor parameters, read from attributes of the same names."""
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"
+                and sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                   inspect.Parameter.VAR_KEYWORD)}
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.get_params() == other.get_params()
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(self.get_params().items()))))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"

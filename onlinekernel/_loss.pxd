@@ -11,6 +11,10 @@ cdef class CyLoss:
                             Py_ssize_t n, Py_ssize_t k, double* G) except -1 nogil
     cdef int batch_loss(self, const double* Y, Py_ssize_t m, const double* U,
                         Py_ssize_t n, Py_ssize_t k, double* out) except -1 nogil
+    # One step on the intercept b (k values) given the batch gradient G: the
+    # intercept is the objective's unkernelised state (e.g. -rho for novelty).
+    cdef void intercept_step(self, double* b, const double* G, Py_ssize_t n, Py_ssize_t k,
+                             double step, double shrink) noexcept nogil
 
 
 cdef class CyScalarLoss(CyLoss):

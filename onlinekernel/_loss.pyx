@@ -66,6 +66,20 @@ cdef class CyLoss:
             out[i] = self.row_loss(Y + i * m, U + i * k, k)
         return 0
 
+    cdef void intercept_step(self, double* b, const double* G, Py_ssize_t n, Py_ssize_t k,
+                             double step, double shrink) noexcept nogil:
+        """Default: the intercept is the weight of a constant feature (kernel
+        k + 1): shrunk like the coefficients, moved by ``-step * mean(G)``.
+        Objectives with their own scalar state (novelty's offset) override
+        this."""
+        cdef Py_ssize_t i, c
+        cdef double gsum
+        for c in range(k):
+            gsum = 0.0
+            for i in range(n):
+                gsum += G[i * k + c]
+            b[c] = shrink * b[c] - step * gsum / n
+
     def n_targets(self, Py_ssize_t n_outputs):
         """Number of target columns for ``n_outputs`` raw outputs."""
         return 1 if self.target_encoding == "class_index" else n_outputs

@@ -216,8 +216,9 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
          with ``coef = -step / (B F) * Phi^T G``; once the budget is full,
          moves every block by ``-step / (B M) * Phi^T G`` instead (a stochastic
          functional step projected on the ``M`` existing features);
-      5. when fitted, shrinks the intercept by the same factor and moves it by
-         ``-step * mean(G)`` (it is the weight of a constant feature);
+      5. when fitted, lets the loss step the intercept (``intercept_step``; by
+         default it is the weight of a constant feature: shrunk by the same
+         factor and moved by ``-step * mean(G)``);
       6. when ``avg_start >= 0`` and the step count ``t`` exceeds it, folds the
          new iterate into the running means ``coef_avg`` and ``intercept_avg``
          (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
@@ -275,7 +276,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
     cdef Py_ssize_t K = coef.shape[1], F = src.fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
-    cdef double gamma, factor, cst, sc, gsum, inv
+    cdef double gamma, factor, cst, sc, inv
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
@@ -324,15 +325,8 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
                                     &coef[j * F, 0])
 
             if fit_intercept:
-                for c in range(K):
-                    gsum = 0.0
-                    for i in range(nb):
-                        gsum += G[i, c]
-                    # shrunk like a coefficient: the intercept is the weight of
-                    # a constant feature (kernel k + 1), which keeps it stable
-                    # under the large early steps of 1/t schedules
-                    intercept[c] = (factor if factor > 0.0 else 0.0) * intercept[c] \
-                        - gamma * gsum / nb
+                loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
+                                    factor if factor > 0.0 else 0.0)
         counters[1] += 1
         if src.fmap.failed:
             break  # a Python feature map failed: stop, the caller raises its error

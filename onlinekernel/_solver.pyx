@@ -48,6 +48,8 @@ cdef enum:
     TILE = 128
 # The stored scale is folded back into the coefficients before it underflows.
 cdef double MIN_SCALE = 1e-9
+# Memory for one batch's features of every block (see train_steps).
+cdef Py_ssize_t KEEP_BYTES = 32 * 2 ** 20
 
 
 cdef class BlockSource:
@@ -137,18 +139,25 @@ cdef class _Work:
 
 cdef void _accumulate(BlockSource src, _Work w, const double* X, Py_ssize_t n, Py_ssize_t d,
                       const double* coef, Py_ssize_t K, Py_ssize_t n_blocks,
-                      double* acc) noexcept nogil:
-    """acc (n x K) += sum over blocks j of Phi_j(X) coef_j, tile by tile."""
+                      double* acc, double* keep) noexcept nogil:
+    """acc (n x K) += sum over blocks j of Phi_j(X) coef_j, tile by tile.
+
+    With ``keep`` (room for n_blocks x n x F doubles) each block's features
+    are written there instead of to the tile buffer, for the gradient that
+    follows in the same training step.
+    """
     cdef Py_ssize_t F = src.fmap.n_components
     cdef Py_ssize_t j, r0, rows
     cdef const double* p
+    cdef double* phi
     for j in range(n_blocks):
         p = src.get(j, w.params)
         r0 = 0
         while r0 < n:
             rows = min(<Py_ssize_t>TILE, n - r0)
-            src.fmap.transform(p, X + r0 * d, rows, d, w.phi, w.work)
-            gemm_rm(False, False, <int>rows, <int>K, <int>F, 1.0, w.phi, <int>F,
+            phi = keep + (j * n + r0) * F if keep != NULL else w.phi
+            src.fmap.transform(p, X + r0 * d, rows, d, phi, w.work)
+            gemm_rm(False, False, <int>rows, <int>K, <int>F, 1.0, phi, <int>F,
                     coef + j * F * K, <int>K, 1.0, acc + r0 * K, <int>K)
             r0 += rows
 
@@ -188,7 +197,7 @@ def predict_raw(BlockSource src, const double[:, ::1] X, const double[:, ::1] co
     if n and n_blocks:
         with _one_blas_thread():
             with nogil:
-                _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0])
+                _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0], NULL)
     src.fmap.raise_pending()
     with nogil:
         for i in range(n):
@@ -256,11 +265,17 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     cdef double[:, ::1] U = U_arr
     cdef double[:, ::1] G = G_arr
     cdef _Work w = _Work(fmap)
+    # Once the budget is full a step evaluates every block twice (predict,
+    # then gradient); keeping the batch's features between the two halves
+    # saves the second evaluation when they fit in KEEP_BYTES.
+    keep_arr = None
+    if max_blocks <= KEEP_BYTES // (8 * B * F):  # (no overflow for an unbounded budget)
+        keep_arr = np.empty(max(1, max_blocks * B * F), dtype=np.float64)
     with _one_blas_thread():
         try:
             _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,
                         max_blocks, fit_intercept, coef, intercept, scale, counters, Xb, Yb,
-                        U, G, w, coef_avg, intercept_avg, avg_start)
+                        U, G, w, coef_avg, intercept_avg, avg_start, keep_arr)
         finally:
             src.fmap.raise_pending()
 
@@ -271,12 +286,15 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
                  bint fit_intercept, double[:, ::1] coef, double[::1] intercept,
                  double[::1] scale, int64_t[::1] counters, double[:, ::1] Xb,
                  double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, _Work w,
-                 double[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start):
+                 double[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
+                 double[::1] keep_arr):
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = src.fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
     cdef double gamma, factor, cst, sc, inv
+    cdef double* keep = &keep_arr[0] if keep_arr is not None else NULL
+    cdef double* kept = NULL
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
@@ -288,8 +306,10 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
                 memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(double))
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
             memset(&U[0, 0], 0, nb * K * sizeof(double))
+            # features are kept only when the step will need them again
+            kept = keep if nblk >= max_blocks else NULL
             if nblk:
-                _accumulate(src, w, &Xb[0, 0], nb, d, &coef[0, 0], K, nblk, &U[0, 0])
+                _accumulate(src, w, &Xb[0, 0], nb, d, &coef[0, 0], K, nblk, &U[0, 0], kept)
             for i in range(nb):
                 for c in range(K):
                     U[i, c] = intercept[c] + sc * U[i, c]
@@ -321,8 +341,12 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
             else:
                 cst = -gamma / (nb * F * nblk) / sc
                 for j in range(nblk):
-                    _block_gradient(src, w, j, &Xb[0, 0], nb, d, &G[0, 0], K, cst,
-                                    &coef[j * F, 0])
+                    if kept != NULL:
+                        gemm_rm(True, False, <int>F, <int>K, <int>nb, cst, kept + j * nb * F,
+                                <int>F, &G[0, 0], <int>K, 1.0, &coef[j * F, 0], <int>K)
+                    else:
+                        _block_gradient(src, w, j, &Xb[0, 0], nb, d, &G[0, 0], K, cst,
+                                        &coef[j * F, 0])
 
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,

@@ -189,8 +189,10 @@ def predict_raw(BlockSource src, const double[:, ::1] X, const double[:, ::1] co
     cdef Py_ssize_t i, c
     if d != src.fmap.n_features_in:
         raise ValueError(f"X has {d} features, the feature map expects {src.fmap.n_features_in}")
-    if n_blocks * src.fmap.n_components > coef.shape[0]:
+    if n_blocks < 0 or n_blocks * src.fmap.n_components > coef.shape[0]:
         raise ValueError("coef holds fewer rows than n_blocks * n_components")
+    if intercept.shape[0] != K:
+        raise ValueError(f"intercept has {intercept.shape[0]} values for {K} outputs")
     out = np.zeros((n, K), dtype=np.float64)
     cdef double[:, ::1] o = out
     cdef _Work w = _Work(src.fmap)
@@ -248,6 +250,15 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     cdef Py_ssize_t final_blocks = min(max_blocks, counters[0] + n_steps)
     if final_blocks * F > coef.shape[0]:
         raise ValueError("coef has no room for the blocks these steps add")
+    if intercept.shape[0] != K or scale.shape[0] != 1:
+        raise ValueError(f"intercept needs {K} values and scale one")
+    if Y.shape[0] != X.shape[0] or m != loss.n_targets(K):
+        raise ValueError(f"Y has shape {(Y.shape[0], m)}; the loss needs {X.shape[0]} rows of "
+                         f"{loss.n_targets(K)} target columns for {K} outputs")
+    if order.shape[0] and (np.min(order) < 0 or np.max(order) >= X.shape[0]):
+        raise ValueError("order holds row indices outside X")
+    if sample_weight.shape[0] != X.shape[0]:
+        raise ValueError("sample_weight needs one weight per row of X")
     if counters.shape[0] != 3:
         raise ValueError("counters must hold [n_blocks, t, n_averaged]")
     if avg_start >= 0 and (coef_avg is None or intercept_avg is None
@@ -268,9 +279,12 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     # Once the budget is full a step evaluates every block twice (predict,
     # then gradient); keeping the batch's features between the two halves
     # saves the second evaluation when they fit in KEEP_BYTES.
+    # The buffer holds every block a kept step evaluates: max_blocks, or more
+    # when the model already has more blocks than its (lowered) budget.
     keep_arr = None
-    if max_blocks <= KEEP_BYTES // (8 * B * F):  # (no overflow for an unbounded budget)
-        keep_arr = np.empty(max(1, max_blocks * B * F), dtype=np.float64)
+    cdef Py_ssize_t keep_blocks = max(counters[0], final_blocks)
+    if keep_blocks <= KEEP_BYTES // (8 * B * F):
+        keep_arr = np.empty(max(1, keep_blocks * B * F), dtype=np.float64)
     with _one_blas_thread():
         try:
             _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,

@@ -137,6 +137,8 @@ cdef class PyFeatureMapAdapter(CyFeatureMap):
     def __init__(self, map_obj):
         super().__init__(map_obj.n_components)
         self.map_obj = map_obj
+        if map_obj.n_features_in:
+            self.bind(map_obj.n_features_in)
 
     @property
     def name(self):

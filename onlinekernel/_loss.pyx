@@ -42,6 +42,9 @@ cdef class CyLoss:
     name = None
     target_encoding = "margin"
     link = "identity"
+    # how intercept_step treats the intercept: "constant_feature" (the
+    # default rule) or a loss's own name for the rule it implements
+    intercept_rule = "constant_feature"
 
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
         return 0.0

@@ -11,6 +11,8 @@ Coefficients of ``M = n_blocks * F`` features with ``K`` outputs are stored as
 ``scale``: shrinking every coefficient by ``(1 - step * alpha)`` is one
 multiplication of ``scale`` (the scikit-learn WeightVector trick).
 """
+import threading
+
 import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport malloc, calloc, free
@@ -22,21 +24,48 @@ from onlinekernel._linalg cimport gemm_rm
 
 cnp.import_array()
 
-_blas_controller = None
-
-
-def _one_blas_thread():
+class _OneBlasThread:
     """Context in which BLAS runs on the calling thread only.
 
     The solver calls BLAS on tiles of a few hundred rows; a multithreaded
     BLAS wakes and synchronises its pool for each tile, which measured 20x
-    slower here than one thread whenever the cores are busy.
+    slower here than one thread whenever the cores are busy.  The BLAS
+    thread count is process-wide, so concurrent solver calls share one
+    limit: the first to enter sets it, the last to leave restores the
+    user's setting (nested per-call limits would restore out of order).
     """
-    global _blas_controller
-    if _blas_controller is None:
-        from threadpoolctl import ThreadpoolController
-        _blas_controller = ThreadpoolController()
-    return _blas_controller.limit(limits=1, user_api="blas")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limiter = None
+        self._controller = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._users == 0:
+                if self._controller is None:
+                    from threadpoolctl import ThreadpoolController
+                    self._controller = ThreadpoolController()
+                self._limiter = self._controller.limit(limits=1, user_api="blas")
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+        return False
+
+
+_one_blas_thread_guard = _OneBlasThread()
+
+
+def _one_blas_thread():
+    """The shared one-BLAS-thread context of the compiled loops."""
+    return _one_blas_thread_guard
 
 cdef extern from "src/okcore.h" nogil:
     void* ok_publish_ptr(void** slot, void* desired)

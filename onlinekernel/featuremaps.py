@@ -11,7 +11,8 @@ Examples
 --------
 Random Fourier features of the Cauchy kernel
 ``prod_k 1 / (1 + gamma (x_k - x'_k)^2)``, whose spectral density is a
-Laplace distribution (drawn as a difference of two exponentials):
+Laplace distribution, drawn as ``z1 z2 - z3 z4`` from four standard normals
+(only products and sums, so the block is bit for bit the same everywhere):
 
 >>> import numpy as np
 >>> from onlinekernel import FeatureMap, DSGClassifier
@@ -24,8 +25,8 @@ Laplace distribution (drawn as a difference of two exponentials):
 ...         return self.n_components * (self.n_features_in + 1)
 ...     def generate_params(self, seed, block):
 ...         F, d = self.n_components, self.n_features_in
-...         u = self.uniform(seed, block, 0, 2 * F * d)
-...         w = (np.log(u[::2]) - np.log(u[1::2])) * np.sqrt(self.gamma)
+...         z = self.normal(seed, block, 0, 4 * F * d).reshape(4, -1)
+...         w = (z[0] * z[1] - z[2] * z[3]) * np.sqrt(self.gamma)
 ...         b = self.uniform(seed, block, 1, F, 0.0, 2 * np.pi)
 ...         return np.concatenate([w, b])
 ...     def features(self, params, X):

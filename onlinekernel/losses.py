@@ -61,6 +61,8 @@ class Loss(ABC):
     name = None
     target_encoding = "margin"
     link = "identity"
+    #: Python losses use the default intercept step (a constant feature).
+    intercept_rule = "constant_feature"
 
     @abstractmethod
     def loss(self, y, raw):

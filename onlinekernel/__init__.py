@@ -18,7 +18,11 @@ from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.registry import (
     available_feature_maps, available_losses, get_feature_map, get_loss)
-from onlinekernel.estimators import DSGClassifier, DSGRegressor
+from onlinekernel.estimators import (
+    DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor, DSGOneClassSVM,
+    DSGQuantileRegressor, DSGRegressor)
+from onlinekernel.modelfile import ModelFileError, load
 
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
-           "get_feature_map", "DSGClassifier", "DSGRegressor"]
+           "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",
+           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor", "load", "ModelFileError"]

@@ -36,7 +36,11 @@ def onlinekernel_register_losses():
     created lazily).  Return a dict mapping each loss name to a factory: a
     class or callable taking the loss's parameters as keyword arguments and
     returning either a compiled loss (a subclass of
-    ``onlinekernel._loss.CyLoss``) or a pure-Python :class:`onlinekernel.Loss`.
+    ``onlinekernel._loss.CyLoss``) or a pure-Python :class:`onlinekernel.Loss`
+    -- or an operator objective, whose coefficients are a matrix over pairs
+    of random features (a subclass of
+    ``onlinekernel._operator.CyOperatorObjective``, such as ``gp_variance``),
+    which the estimators built for operators look up by name.
     Names must be unique across all installed plugins.
     """
 

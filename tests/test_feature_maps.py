@@ -2,8 +2,9 @@
 
 The approximation, regeneration, batching, pickling and protocol checks run
 over every registered map (third-party ones too, when they have a
-``kernel`` method); golden vectors and reference implementations pin the
-built-ins.
+``kernel`` method), seen as the solver runs it: a pure-Python
+:class:`onlinekernel.FeatureMap` through its adapter; golden vectors and
+reference implementations pin the built-ins.
 """
 import itertools
 import math
@@ -15,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 import onlinekernel
 from onlinekernel import _random, get_feature_map
+from onlinekernel._featuremap import as_cy_feature_map
 
 REGISTERED = sorted(onlinekernel.available_feature_maps())
 
@@ -89,7 +91,7 @@ def _approximation_errors(name, params, n_groups=4):
     d, cone = POINTS.get(name, (5, False))
     F = BLOCK_SIZE.get((name, tuple(sorted(params.items()))), 2 ** 12)
     X = _points(np.random.default_rng(0), 30, d, cone)
-    fmap = get_feature_map(name, n_components=F, **params).bind(d)
+    fmap = as_cy_feature_map(get_feature_map(name, n_components=F, **params)).bind(d)
     K = np.asarray(fmap.kernel(X, X))
     scale = np.abs(K).max()
     grams = np.array([(lambda Z: Z @ Z.T / Z.shape[1])(fmap.transform_block(7, j, X))
@@ -320,7 +322,7 @@ def test_golden_vectors_cover_every_builtin_map():
 # --------------------------------------------------------------------------
 
 def _small(name, params, d=4):
-    return get_feature_map(name, n_components=16, **params).bind(d)
+    return as_cy_feature_map(get_feature_map(name, n_components=16, **params)).bind(d)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
@@ -356,7 +358,7 @@ def test_batch_equals_row_by_row(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
 def test_pickle_round_trip(cfg):
     name, params = cfg
-    unbound = get_feature_map(name, n_components=16, **params)
+    unbound = as_cy_feature_map(get_feature_map(name, n_components=16, **params))
     bound = _small(name, params)
     for fmap in (unbound, bound):
         clone = pickle.loads(pickle.dumps(fmap))
@@ -371,9 +373,10 @@ def test_pickle_round_trip(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
 def test_protocol(cfg):
     name, params = cfg
-    fmap = get_feature_map(name, n_components=16, **params)
-    assert type(fmap).name == name
-    assert type(fmap)(**fmap.get_params()) == fmap
+    registered = get_feature_map(name, n_components=16, **params)
+    assert type(registered).name == name
+    assert type(registered)(**registered.get_params()) == registered
+    fmap = as_cy_feature_map(registered)
     with pytest.raises(ValueError, match="bind"):
         fmap.generate_block(0, 0)
     fmap.bind(3)

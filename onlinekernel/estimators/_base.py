@@ -108,9 +108,14 @@ def transactional(method):
 class BaseDSG(BaseEstimator):
     """Doubly stochastic gradient training of a random-feature kernel machine.
 
-    Subclasses define how targets are encoded (``_encode_targets``), which
+    Subclasses define how targets are encoded (``_prepare_targets``), which
     losses they accept and how raw outputs become predictions.
     """
+
+    # Fitted attributes beyond the common state (the _STATE tuple, loss_,
+    # feature_map_, classes_, ...) that a subclass keeps: model files store
+    # them (JSON-able values or numeric arrays) and refuse to save others.
+    _extra_state = ()
 
     def __init__(self, loss, kernel, *, gamma, degree, coef0, kernel_params, alpha,
                  fit_intercept, batch_size, block_size, max_blocks, learning_rate, eta0, t0,
@@ -141,7 +146,7 @@ class BaseDSG(BaseEstimator):
     # parameters
     # ------------------------------------------------------------------ #
     def _validate_params(self):
-        _check_real("alpha", self.alpha, 0.0)
+        self._validate_penalty()
         _check_int("batch_size", self.batch_size, 1)
         _check_int("block_size", self.block_size, 1)
         _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
@@ -154,9 +159,7 @@ class BaseDSG(BaseEstimator):
         if self.learning_rate not in SCHEDULES:
             raise ValueError(f"unknown learning_rate {self.learning_rate!r}; choose one of "
                              f"{', '.join(SCHEDULES)}")
-        if self.learning_rate == "pegasos" and self.alpha <= 0:
-            raise ValueError("learning_rate='pegasos' needs alpha > 0")
-        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
+        if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
             raise ValueError(f"kernel_params must be a dict or None, got "
@@ -194,11 +197,32 @@ class BaseDSG(BaseEstimator):
 
     def _resolve_base_loss(self):
         if isinstance(self.loss, str):
-            return registry.get_loss(self.loss)
+            loss = registry.get_loss(self.loss)
+            if not isinstance(loss, (CyLoss, Loss)):
+                # e.g. an operator objective (matrix-valued coefficients, such
+                # as gp_variance): registered with the losses, trained elsewhere
+                raise ValueError(f"loss {self.loss!r} ({type(loss).__name__}) is not a "
+                                 f"per-sample loss (CyLoss or onlinekernel.Loss) that "
+                                 f"{type(self).__name__} can train")
+            return loss
         return copy.deepcopy(self.loss)
 
-    def _make_feature_map(self, X):
-        """The feature map for this fit, bound to X's dimension, and the gamma used."""
+    def _validate_penalty(self):
+        """Check the penalty parameter ``alpha`` (estimators without one override this)."""
+        _check_real("alpha", self.alpha, 0.0)
+        if self.learning_rate == "pegasos" and self.alpha <= 0:
+            raise ValueError("learning_rate='pegasos' needs alpha > 0")
+
+    # The names gamma may take besides a number; a subclass listing more
+    # rules than "scale" resolves them in ``_gamma_rule(X, sample_weight)``.
+    _gamma_rules = ("scale",)
+
+    def _make_feature_map(self, X, sample_weight=None):
+        """The feature map for this fit, bound to X's dimension, and the gamma used.
+
+        ``gamma="scale"`` uses the variance of X's entries, weighted by
+        ``sample_weight`` when given (so that a weight is a repeated row).
+        """
         d = X.shape[1]
         if isinstance(self.kernel, (CyFeatureMap, FeatureMap)):
             fmap = as_cy_feature_map(copy.deepcopy(self.kernel))
@@ -213,8 +237,15 @@ class BaseDSG(BaseEstimator):
         params = {"n_components": self.block_size}
         gamma = None
         if "gamma" in accepted:
-            if isinstance(self.gamma, str):
-                var = float(X.var()) if X.size else 0.0
+            if isinstance(self.gamma, str) and self.gamma != "scale":
+                gamma = self._gamma_rule(X, sample_weight)  # a subclass's own rule
+            elif isinstance(self.gamma, str):
+                if sample_weight is None or not X.size:
+                    var = float(X.var()) if X.size else 0.0
+                else:
+                    w = np.repeat(sample_weight, d)
+                    mean = np.average(X.ravel(), weights=w)
+                    var = float(np.average((X.ravel() - mean) ** 2, weights=w))
                 gamma = 1.0 / (d * var) if var > 0 else 1.0
             else:
                 gamma = float(self.gamma)
@@ -230,8 +261,8 @@ class BaseDSG(BaseEstimator):
     # ------------------------------------------------------------------ #
     # state
     # ------------------------------------------------------------------ #
-    def _new_state(self, X, n_outputs, loss):
-        fmap, gamma = self._make_feature_map(X)
+    def _new_state(self, X, n_outputs, loss, sample_weight=None):
+        fmap, gamma = self._make_feature_map(X, sample_weight)
         rs = check_random_state(self.random_state)
         hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
         seed = int((int(hi) << 32) | int(lo))
@@ -270,7 +301,29 @@ class BaseDSG(BaseEstimator):
                 grown[:coef.shape[0]] = coef
                 state[key] = grown
 
+    def _check_trainable(self, state, Y, loss):
+        """Refuse to train a model whose blocks exceed a lowered budget.
+
+        (The solver itself checks array shapes, so a crafted model file cannot
+        make it read or write out of bounds.)
+        """
+        if self.max_blocks is not None and state["n_blocks_"] > self.max_blocks:
+            raise ValueError(f"the model has {state['n_blocks_']} blocks, more than "
+                             f"max_blocks={self.max_blocks}: the budget cannot shrink below "
+                             f"the blocks a model already has")
+
+    def _penalty(self, state):
+        """The penalty of the coefficients for the steps on ``state`` (``alpha``).
+
+        Estimators whose penalty follows the data seen override this (the GP
+        regressor: ``noise_variance / n``).
+        """
+        return float(self.alpha)
+
     def _run_epoch(self, state, X, Y, sw, order):
+        alpha = self._penalty(state)
+        loss = as_cy_loss(state["loss_"])
+        self._check_trainable(state, Y, loss)
         B = self.batch_size
         n = order.shape[0]
         n_steps = -(-n // B)
@@ -278,14 +331,14 @@ class BaseDSG(BaseEstimator):
         rows = np.full(n_steps, B, dtype=np.int64)
         rows[-1] = n - B * (n_steps - 1)
         steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B,
-                           eta0=self.eta0, t0=self.t0, alpha=self.alpha)
+                           eta0=self.eta0, t0=self.t0, alpha=alpha)
         state["samples_seen_"] += n
         scale = np.array([state["_scale"]])
         counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
                             dtype=np.int64)
         max_blocks = self.max_blocks if self.max_blocks is not None else np.iinfo(np.int64).max
-        train_steps(state["_blocks"], as_cy_loss(state["loss_"]), X, Y, sw, order, B, steps,
-                    float(self.alpha), max_blocks, bool(self.fit_intercept), state["_coef"],
+        train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
+                    alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
                     state["_intercept"], scale, counters, state["_coef_avg"],
                     state["_intercept_avg"], self._average_start())
         state["_scale"] = float(scale[0])
@@ -400,6 +453,45 @@ class BaseDSG(BaseEstimator):
         """Intercept of each output (averaged when ``average`` is on)."""
         check_is_fitted(self, "_coef")
         return (self._intercept_avg if self.n_averaged_ else self._intercept).copy()
+
+    def save(self, path):
+        """Write the fitted model to ``path`` as a model file.
+
+        The file holds the hyper-parameters, the loss and feature map by
+        their registered names, the seed and the learned arrays, with a
+        checksum; :func:`onlinekernel.load` rebuilds the model without
+        running any code from the file (see :mod:`onlinekernel.modelfile`
+        for the format).  Writing is atomic: ``path`` never holds a partial
+        model.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (replaced if it exists).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the model is not fitted.
+        onlinekernel.modelfile.ModelFileError
+            If a hyper-parameter cannot be stored, such as a loss object
+            that is not a registered plugin.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import onlinekernel
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> reg = onlinekernel.DSGRegressor(random_state=0).fit(X, X[:, 0] ** 2)
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     reg.save(os.path.join(tmp, "model.okm"))
+        ...     loaded = onlinekernel.load(os.path.join(tmp, "model.okm"))
+        >>> bool((loaded.predict(X) == reg.predict(X)).all())
+        True
+        """
+        from onlinekernel import modelfile  # here: modelfile imports this module
+        modelfile.save(self, path)
 
     def __getstate__(self):
         # ``object.__getstate__`` returns the live ``__dict__``: copy it before

@@ -1,19 +1,867 @@
-"""The ``onlinekernel`` command line.
+"""The ``onlinekernel`` command line: train, predict, evaluate, plugins, demo.
 
-``onlinekernel demo`` (or ``python -m onlinekernel demo``) trains a kernel
-classifier on the bundled UCI Letter Recognition data and prints accuracy,
-time and model size next to a linear baseline.
+Usage (``python -m onlinekernel ...`` works the same)::
+
+    onlinekernel demo                       # Letter data: kernel vs linear model
+    onlinekernel train data.csv --holdout 0.1 -o model.okm
+    onlinekernel train data.csv --target label --loss logistic --gamma 0.5 \\
+        --kernel-param pairs=true --chunk-size 50000 --epochs 2 -o model.okm
+    onlinekernel train house.csv --task regress --standardize -o house.okm
+    onlinekernel train a9a.libsvm --n-features 123 -o a9a.okm
+    onlinekernel predict model.okm new.csv -o predictions.txt
+    onlinekernel predict model.okm new.csv --proba -o probabilities.csv
+    onlinekernel evaluate model.okm test.csv
+    onlinekernel plugins --json
+
+**Input.**  CSV (also gzipped), npz and svmlight/LIBSVM files, by suffix
+(``.csv``, ``.tsv``, ``.npz``, ``.svm``, ``.svmlight``, ``.libsvm``) or else
+by content; ``--format`` overrides.  Files are read in chunks of
+``--chunk-size`` rows (default 10000), so they may be larger than memory.
+A CSV header row is optional: the first row is a header when one of its
+feature fields is not a number (``--header yes/no`` overrides); the target is
+``--target`` (a column name or index) or else the last column.  An npz file
+gives arrays ``X``/``y`` or ``X_train``/``y_train`` (``--npz-keys`` names
+others).  svmlight indices are 1-based unless ``--zero-based``; the number of
+features is ``--n-features`` or else the largest index in the file.  See
+:mod:`onlinekernel._io`.
+
+**Training** streams each chunk through ``partial_fit`` in file order
+(shuffle a file that is sorted by target).  Before that, one cheap pass over
+the file is made when something must be known in advance: the class labels
+of a classifier (unless ``--classes`` lists them; for CSV this pass reads only
+the target column), the width of an svmlight file without ``--n-features``,
+and the feature means and deviations for ``--standardize``.  The task is
+``--task``, or regression when ``--loss`` is a loss for real targets, or
+classification.  ``--seed`` (default 0) seeds the model and the holdout, so a
+command trains the same model every time; training from a file gives exactly
+the model that ``partial_fit`` on the same chunks gives in Python.
+
+* ``--holdout F`` holds out a fraction ``F`` of the rows, chosen by a hash of
+  the row index and the seed (the same rows on every epoch and every run).
+  They are never trained on, and are scored after training: accuracy for
+  classification, R² and RMSE for regression (from memory when they fit in
+  64 MiB, else by one more pass over the file).
+* The progress on stderr (rewritten in place on a terminal, one line per
+  ``--progress-every`` chunks otherwise) shows rows read, rows per second and
+  the *progressive* metric: every 10th row of a chunk (``--progressive``
+  sets the fraction) is scored by the model before it is trained on the
+  chunk -- an out-of-sample estimate during the first epoch; in later
+  epochs, shown as the *running* metric, the rows were trained on before.
+  ``--quiet`` hides the progress; the summary on stdout stays.
+* ``--standardize`` scales every feature to zero mean and unit variance
+  using the training rows of the first pass.  A model file holds the model
+  only, so the scaling is written beside it as ``MODEL.scaling.npz`` (arrays
+  ``mean`` and ``scale``, and the SHA-256 of the model file it belongs to);
+  ``predict`` and ``evaluate`` apply it whenever it is there and refuse one
+  that belongs to another model file.  Without ``--standardize`` no scaling
+  is applied, and training to ``-o MODEL`` removes a stale
+  ``MODEL.scaling.npz``.  In Python: ``(X - s["mean"]) / s["scale"]`` with
+  ``s = np.load("MODEL.scaling.npz")``.
+
+**Models** are written with ``model.save(path)`` and read with
+:func:`onlinekernel.load` (see :mod:`onlinekernel.modelfile`).
+
+**Errors** are one line on stderr, ``onlinekernel: error: ...`` naming the
+file and line where there is one, with exit status 2 for bad usage, input or
+model files (1 for anything unexpected; ``--traceback`` shows its
+traceback).
+
+Examples
+--------
+>>> import os, shutil, tempfile
+>>> import numpy as np
+>>> from onlinekernel.cli import main
+>>> tmp = tempfile.mkdtemp()
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(600, 2))
+>>> y = (np.hypot(X[:, 0], X[:, 1]) < 1.0).astype(int)
+>>> np.savetxt(os.path.join(tmp, "ring.csv"), np.column_stack([X, y]), delimiter=",",
+...            header="x1,x2,inside", comments="", fmt="%.6g")
+>>> main(["train", os.path.join(tmp, "ring.csv"), "--chunk-size", "200", "--holdout", "0.2",
+...       "--quiet", "-o", os.path.join(tmp, "ring.okm")])  # doctest: +ELLIPSIS
+trained DSGClassifier on 480 rows (1 epoch) in ...
+progressive accuracy ... on 33 rows
+holdout accuracy 0.9... on 120 rows
+model written to .../ring.okm (... bytes)
+0
+>>> main(["evaluate", os.path.join(tmp, "ring.okm"), os.path.join(tmp, "ring.csv"),
+...       "--quiet"])  # doctest: +ELLIPSIS
+accuracy 0.9... on 600 rows
+0
+>>> shutil.rmtree(tmp)
 """
 import argparse
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import pickle
 import sys
+import tempfile
 import time
+import traceback
+import warnings
 
 import numpy as np
 
-__all__ = ["main"]
+from onlinekernel._io import (
+    InputError, convert_labels, detect_format, holdout_mask, kind_of_classes, label_kind,
+    open_source)
+
+__all__ = ["main", "Progress"]
+
+_USAGE_ERROR = 2
+SCALING_SUFFIX = ".scaling.npz"
+# Held-out rows up to this size are kept in memory and scored after
+# training; beyond it they are scored by one more pass over the file.
+_HOLDOUT_BYTES = 64 * 2 ** 20
 
 
-def _demo(args, out):
+class UsageError(ValueError):
+    """Bad command-line usage (exit status 2)."""
+
+
+# ---------------------------------------------------------------------- #
+# progress and metrics
+# ---------------------------------------------------------------------- #
+class Progress:
+    """Progress of passes over data, written to a text stream (stderr).
+
+    On a terminal the line is rewritten in place (``\\r``); otherwise one line
+    is written every ``every`` updates and at the end of each pass, so logs
+    stay short.
+
+    Parameters
+    ----------
+    stream : text stream, default=sys.stderr
+    quiet : bool, default=False
+        Write nothing.
+    every : int, default=10
+        Updates (chunks) per line when ``stream`` is not a terminal.
+    tty : bool, optional
+        Override the terminal detection.
+
+    Examples
+    --------
+    >>> import io
+    >>> from onlinekernel.cli import Progress
+    >>> out = io.StringIO()
+    >>> p = Progress(out, every=2)
+    >>> p.start("epoch 1/1")
+    >>> for k in range(1, 4):
+    ...     p.update(1000 * k, done=k / 3, metric=("progressive accuracy", 0.9))
+    >>> p.finish()
+    >>> print(out.getvalue())  # doctest: +ELLIPSIS
+    epoch 1/1   67% | 2,000 rows | ... rows/s | progressive accuracy 0.9000
+    epoch 1/1  100% | 3,000 rows | ... rows/s | progressive accuracy 0.9000
+    <BLANKLINE>
+    """
+
+    _unfinished = None  # the instance whose line a terminal shows unfinished
+
+    def __init__(self, stream=None, *, quiet=False, every=10, tty=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.quiet = quiet
+        self.every = max(1, int(every))
+        if tty is None:
+            try:
+                tty = bool(self.stream.isatty())
+            except (AttributeError, ValueError):
+                tty = False
+        self.tty = tty
+        self._label = None
+
+    def start(self, label):
+        """Begin a pass named ``label`` (``"epoch 1/3"``, ``"holdout"``...)."""
+        self._label = label
+        self._t0 = time.perf_counter()
+        self._updates = 0
+        self._shown = -1
+        self._width = 0
+        self._last_draw = 0.0
+        self._text = None
+
+    def update(self, rows, done=None, metric=None):
+        """Report ``rows`` read so far, the fraction ``done`` and ``metric=(name, value)``."""
+        if self.quiet:
+            return
+        self._updates += 1
+        elapsed = max(time.perf_counter() - self._t0, 1e-9)
+        parts = [f"{self._label}  {done:4.0%}" if done is not None else self._label,
+                 f"{rows:,d} rows", f"{rows / elapsed:,.0f} rows/s"]
+        if metric is not None and metric[1] is not None:
+            parts.append(f"{metric[0]} {metric[1]:.4f}")
+        self._text = " | ".join(parts)
+        if self.tty:
+            now = time.perf_counter()
+            if now - self._last_draw >= 0.1:
+                self._draw()
+                self._last_draw = now
+        elif self._updates % self.every == 0:
+            self.stream.write(self._text + "\n")
+            self._shown = self._updates
+            self.stream.flush()
+
+    def _draw(self):
+        pad = max(0, self._width - len(self._text))
+        self.stream.write("\r" + self._text + " " * pad)
+        self._width = len(self._text)
+        self.stream.flush()
+        Progress._unfinished = self
+
+    def finish(self):
+        """End the pass: its last state stays on screen."""
+        if self.quiet or self._text is None:
+            return
+        if self.tty:
+            self._draw()
+            self.stream.write("\n")
+            Progress._unfinished = None
+        elif self._shown != self._updates:
+            self.stream.write(self._text + "\n")
+        self.stream.flush()
+        self._text = None
+
+    @classmethod
+    def break_line(cls):
+        """End a line left unfinished on a terminal (before an error message)."""
+        p, cls._unfinished = cls._unfinished, None
+        if p is not None:
+            with contextlib.suppress(OSError, ValueError):
+                p.stream.write("\n")
+
+    def note(self, text):
+        """A one-line message (not part of a pass)."""
+        if not self.quiet:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+
+class _Score:
+    """Accuracy (classification) or R² and RMSE (regression), accumulated over chunks."""
+
+    def __init__(self, task):
+        self.task = task
+        self.n = 0
+        self.correct = 0
+        self.mean = 0.0
+        self.m2 = 0.0   # sum of squared deviations of y (Chan's merge, one chunk at a time)
+        self.sse = 0.0
+
+    def add(self, y, pred):
+        nb = len(y)
+        if nb == 0:
+            return
+        if self.task == "classify":
+            self.correct += int(np.count_nonzero(np.asarray(pred) == np.asarray(y)))
+        else:
+            y = np.asarray(y, dtype=np.float64)
+            mb = float(y.mean())
+            n = self.n + nb
+            delta = mb - self.mean
+            self.m2 += float(((y - mb) ** 2).sum()) + delta * delta * self.n * nb / n
+            self.mean += delta * nb / n
+            self.sse += float(((y - np.asarray(pred, dtype=np.float64)) ** 2).sum())
+        self.n += nb
+
+    def accuracy(self):
+        return self.correct / self.n if self.n else None
+
+    def r2(self):
+        return 1.0 - self.sse / self.m2 if self.n and self.m2 > 0 else None
+
+    def rmse(self):
+        return float(np.sqrt(self.sse / self.n)) if self.n else None
+
+    def primary(self):
+        """``(name, value)`` for the progress line."""
+        if self.task == "classify":
+            return "accuracy", self.accuracy()
+        return "R2", self.r2()
+
+    def as_dict(self):
+        if self.task == "classify":
+            return {"rows": self.n, "accuracy": self.accuracy()}
+        return {"rows": self.n, "r2": self.r2(), "rmse": self.rmse()}
+
+    def describe(self):
+        fmt = (lambda v: "n/a" if v is None else f"{v:.4f}")
+        if self.task == "classify":
+            return f"accuracy {fmt(self.accuracy())} on {self.n:,d} rows"
+        return f"R2 {fmt(self.r2())}, RMSE {fmt(self.rmse())} on {self.n:,d} rows"
+
+
+# ---------------------------------------------------------------------- #
+# option parsing helpers
+# ---------------------------------------------------------------------- #
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _value(text):
+    """A ``NAME=VALUE`` value: bool, None, int, float or else the string."""
+    low = text.strip().lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low == "none":
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _assignment(text):
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), _value(value)
+
+
+def _gamma(text):
+    if text == "scale":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'scale' or a number, got {text!r}") from None
+
+
+def _max_blocks(text):
+    if text.lower() in ("none", "0"):
+        return None
+    return _positive_int(text)
+
+
+def _nonnegative_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _fraction(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return v
+
+
+def _unit(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], got {text!r}")
+    return v
+
+
+def _seed(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v < 2 ** 32:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2**32), got {text!r}")
+    return v
+
+
+def _add_input_options(p, train=False):
+    g = p.add_argument_group("input")
+    g.add_argument("--format", choices=("auto", "csv", "npz", "svmlight"), default="auto",
+                   help="input format (default: from the suffix, else the content)")
+    g.add_argument("--chunk-size", type=_positive_int, default=10000, metavar="ROWS",
+                   help="rows read at a time (default 10000)")
+    g.add_argument("--target", metavar="COLUMN",
+                   help="CSV target column: name or index (default: the last column)")
+    g.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
+                   help="whether the CSV's first row is a header (default: auto)")
+    g.add_argument("--delimiter", metavar="CHAR",
+                   help="CSV field delimiter (default ',', tab for .tsv)")
+    if train:
+        g.add_argument("--n-features", type=_positive_int, metavar="N",
+                       help="svmlight: number of features (default: largest index in the file)")
+    g.add_argument("--zero-based", action="store_true",
+                   help="svmlight feature indices start at 0 (LIBSVM's start at 1)")
+    g.add_argument("--npz-keys", metavar="X,Y",
+                   help="npz array names (default X,y or X_train,y_train)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--progress-every", type=_positive_int, default=10, metavar="CHUNKS",
+                   help="when stderr is not a terminal, a progress line every CHUNKS chunks "
+                        "(default 10)")
+
+
+def _open(args, path, labels, n_features=None):
+    return open_source(path, args.format, labels=labels, n_features=n_features,
+                       target=args.target, header=args.header, delimiter=args.delimiter,
+                       zero_based=args.zero_based, keys=args.npz_keys)
+
+
+def _progress(args, err):
+    return Progress(err, quiet=args.quiet, every=args.progress_every)
+
+
+# ---------------------------------------------------------------------- #
+# train
+# ---------------------------------------------------------------------- #
+_HYPER = ("kernel", "gamma", "alpha", "batch_size", "block_size", "learning_rate", "eta0", "t0")
+
+
+def _build_model(args):
+    from onlinekernel import DSGClassifier, DSGRegressor, registry
+
+    loss = args.loss
+    if args.loss_param:
+        if loss is None:
+            raise UsageError("--loss-param needs --loss")
+        loss = registry.get_loss(loss, **dict(args.loss_param))
+    task = args.task
+    if task is None:
+        encoding = None
+        if loss is not None:
+            obj = registry.get_loss(loss) if isinstance(loss, str) else loss
+            encoding = obj.target_encoding
+        task = "regress" if encoding == "real" else "classify"
+    if args.classes is not None and task == "regress":
+        raise UsageError("--classes applies to classification only")
+    params = {k: getattr(args, k) for k in _HYPER if getattr(args, k) is not None}
+    if hasattr(args, "max_blocks"):
+        params["max_blocks"] = args.max_blocks
+    if args.average_start is not None:
+        params["average"] = args.average_start
+    elif args.average:
+        params["average"] = True
+    if loss is not None:
+        params["loss"] = loss
+    if args.kernel_param:
+        params["kernel_params"] = dict(args.kernel_param)
+    Model = DSGClassifier if task == "classify" else DSGRegressor
+    model = Model(random_state=args.seed, **params)
+    # Reject a bad name or value now, not after a first pass over a big file.
+    model._validate_params()
+    kernel = model.kernel
+    accepted = registry.available_feature_maps()[kernel]["parameters"]
+    fixed = {"n_components": "--block-size", "gamma": "--gamma"}
+    for name in dict(args.kernel_param or {}):
+        if name in fixed:
+            raise UsageError(f"set the kernel's {name} with {fixed[name]}, not --kernel-param")
+    trial = {k: v for k, v in dict(args.kernel_param or {}).items()}
+    if "gamma" in accepted and not isinstance(model.gamma, str):
+        trial["gamma"] = model.gamma
+    registry.get_feature_map(kernel, **trial)  # invalid names or values raise here
+    return model, task
+
+
+def _scan(source, args, progress, need_classes, need_stats):
+    """One pass for what must be known before training: classes, width, moments."""
+    width = source.n_features
+    labels = set()
+    moments = _Moments() if need_stats else None
+    features = need_stats or source.n_features is None
+    chunks = (source.chunks(args.chunk_size, features=features) if source.format == "csv"
+              else source.chunks(args.chunk_size))
+    progress.start("first pass")
+    rows = 0
+    for chunk in chunks:
+        rows += chunk.X.shape[0]
+        if need_classes:
+            labels.update(np.unique(chunk.y).tolist())
+        if source.n_features is None:
+            width = max(width or 0, chunk.X.shape[1])
+        if moments is not None:
+            keep = ~holdout_mask(chunk.start, chunk.X.shape[0], args.holdout, args.seed)
+            moments.add(chunk.X[keep])
+        progress.update(rows, chunk.done)
+    progress.finish()
+    if rows == 0:
+        raise InputError(f"{source.path}: no data rows")
+    if source.n_features is None:
+        if not width:
+            raise InputError(f"{source.path}: no features in the file (every line is empty or "
+                             f"has only a label)")
+        source.n_features = width
+    classes = None
+    if need_classes:
+        classes = np.array(sorted(labels))
+    scaling = None
+    if moments is not None:
+        if moments.n == 0:
+            raise InputError(f"{source.path}: no training rows to standardize with")
+        scaling = moments.scaling(source.n_features)
+    return classes, scaling
+
+
+class _Moments:
+    """Per-column mean and variance over chunks (Chan et al.'s pairwise update).
+
+    A chunk narrower than the others (svmlight rows without the last
+    features) is padded with zeros, which is what its missing entries are.
+    """
+
+    def __init__(self):
+        self.n = 0
+        self.mean = np.zeros(0)
+        self.m2 = np.zeros(0)
+
+    def add(self, X):
+        nb = X.shape[0]
+        if nb == 0:
+            return
+        d = max(X.shape[1], self.mean.shape[0])
+        X = np.pad(X, ((0, 0), (0, d - X.shape[1])))
+        self.mean = np.pad(self.mean, (0, d - self.mean.shape[0]))
+        self.m2 = np.pad(self.m2, (0, d - self.m2.shape[0]))
+        mb = X.mean(axis=0)
+        n = self.n + nb
+        delta = mb - self.mean
+        self.m2 = self.m2 + ((X - mb) ** 2).sum(axis=0) + delta ** 2 * (self.n * nb / n)
+        self.mean = self.mean + delta * (nb / n)
+        self.n = n
+
+    def scaling(self, d):
+        mean = np.pad(self.mean, (0, d - self.mean.shape[0]))
+        std = np.sqrt(np.pad(self.m2, (0, d - self.m2.shape[0])) / self.n)
+        # a constant column is centred but not scaled
+        return mean, np.where(std > 0, std, 1.0)
+
+
+def _classes_from_option(text, source):
+    raw = [c.strip() for c in text.split(",")]
+    if len(raw) < 2 or not all(raw):
+        raise UsageError(f"--classes needs at least two comma-separated labels, got {text!r}")
+    raw = np.array(raw)
+    dtype = getattr(source, "y_dtype", None)  # npz targets keep their stored type
+    if dtype is not None:
+        try:
+            return np.unique(raw.astype(dtype))
+        except ValueError:
+            raise UsageError(f"--classes {text!r} does not match the {dtype} targets of "
+                             f"{source.path}") from None
+    return np.unique(convert_labels(raw, label_kind(raw), None, "--classes"))
+
+
+def _train(args, out, err):
+    model, task = _build_model(args)
+    progress = _progress(args, err)
+    fmt = detect_format(args.input) if args.format == "auto" else args.format
+    source = _open(args, args.input, "required",
+                   n_features=args.n_features if fmt == "svmlight" else None)
+    if args.n_features is not None and source.n_features != args.n_features:
+        raise InputError(f"{args.input}: {source.n_features} features, not the "
+                         f"{args.n_features} of --n-features")
+    classes = None
+    kind = "float"
+    if task == "classify" and args.classes is not None:
+        classes = _classes_from_option(args.classes, source)
+        kind = "native" if source.format == "npz" else kind_of_classes(classes)
+    need_classes = task == "classify" and classes is None
+    scaling = None
+    if need_classes or args.standardize or source.n_features is None:
+        raw, scaling = _scan(source, args, progress, need_classes, args.standardize)
+        if need_classes:
+            # text labels that are all integers become integers, and so on
+            kind = label_kind(raw)
+            classes = np.unique(convert_labels(raw, kind, None, args.input))
+    if task == "classify" and classes.shape[0] < 2:
+        raise InputError(f"{args.input}: a single class {classes.tolist()}; a classifier "
+                         f"needs at least two")
+
+    fit_kwargs = {"classes": classes} if task == "classify" else {}
+    what = "label" if task == "classify" else "target"
+    t0 = time.perf_counter()
+    trained = held = 0
+    running = None
+    stride = _stride(args.progressive)
+    kept, kept_bytes = [], 0  # the held-out rows, while they fit in _HOLDOUT_BYTES
+    for epoch in range(1, args.epochs + 1):
+        running = _Score(task)
+        progress.start(f"epoch {epoch}/{args.epochs}")
+        rows = 0
+        for chunk in source.chunks(args.chunk_size):
+            n = chunk.X.shape[0]
+            rows += n
+            y = convert_labels(chunk.y, kind, chunk, args.input, what)
+            X = chunk.X if scaling is None else (chunk.X - scaling[0]) / scaling[1]
+            out_mask = holdout_mask(chunk.start, n, args.holdout, args.seed)
+            if out_mask.any():
+                if epoch == 1:
+                    held += int(out_mask.sum())
+                    if kept is not None:
+                        kept.append((X[out_mask], y[out_mask]))
+                        kept_bytes += kept[-1][0].nbytes + kept[-1][1].nbytes
+                        if kept_bytes > _HOLDOUT_BYTES:
+                            kept = None  # too many: scored by one more pass instead
+                X, y = X[~out_mask], y[~out_mask]
+            if X.shape[0] == 0:
+                progress.update(rows, chunk.done, _metric(running, epoch))
+                continue
+            if stride and hasattr(model, "_coef"):
+                # progressive validation on every stride-th row, before training on it
+                running.add(y[::stride], model.predict(X[::stride]))
+            try:
+                model.partial_fit(X, y, **fit_kwargs)
+            except ValueError as exc:
+                raise InputError(f"{args.input} {chunk.where()}: {exc}") from None
+            if epoch == 1:
+                trained += X.shape[0]
+            progress.update(rows, chunk.done, _metric(running, epoch))
+        progress.finish()
+        if rows == 0:
+            raise InputError(f"{args.input}: no data rows")
+        if not hasattr(model, "_coef"):
+            raise InputError(f"{args.input}: every row is held out (--holdout {args.holdout}); "
+                             f"there is nothing to train on")
+    seconds = time.perf_counter() - t0
+
+    print(f"trained {type(model).__name__} on {trained:,d} rows ({args.epochs} epoch"
+          f"{'s' if args.epochs > 1 else ''}) in {seconds:.2f} s "
+          f"({trained * args.epochs / max(seconds, 1e-9):,.0f} rows/s); "
+          f"{model.n_random_features_:,d} random features", file=out)
+    if running is not None and running.n:
+        if args.epochs == 1:
+            print(f"progressive {running.describe()}", file=out)
+        else:
+            print(f"running {running.describe()} (epoch {args.epochs}: rows trained on in "
+                  f"earlier epochs)", file=out)
+    if args.holdout > 0:
+        if held == 0:
+            print("holdout: no rows were held out (the file is too small for this fraction)",
+                  file=out)
+        else:
+            score = _Score(task)
+            if kept is not None:
+                for X, y in kept:
+                    score.add(y, model.predict(X))
+            else:
+                progress.start("holdout")
+                rows = 0
+                for chunk in source.chunks(args.chunk_size):
+                    rows += chunk.X.shape[0]
+                    mask = holdout_mask(chunk.start, chunk.X.shape[0], args.holdout, args.seed)
+                    if mask.any():
+                        X = chunk.X[mask]
+                        if scaling is not None:
+                            X = (X - scaling[0]) / scaling[1]
+                        y = convert_labels(chunk.y, kind, chunk, args.input, what)[mask]
+                        score.add(y, model.predict(X))
+                    progress.update(rows, chunk.done, None)
+                progress.finish()
+            print(f"holdout {score.describe()}", file=out)
+    if args.output:
+        model.save(args.output)
+        sidecar = args.output + SCALING_SUFFIX
+        if scaling is not None:
+            _save_scaling(sidecar, args.output, *scaling)
+        elif os.path.exists(sidecar):
+            os.remove(sidecar)  # it described the model this one replaced
+        extra = f"; scaling in {sidecar}" if scaling is not None else ""
+        print(f"model written to {args.output} ({os.path.getsize(args.output):,d} bytes)"
+              f"{extra}", file=out)
+    return 0
+
+
+def _stride(fraction):
+    """Score every ``stride``-th row for a progressive-validation ``fraction`` (0: none)."""
+    return 0 if fraction <= 0 else max(1, int(round(1.0 / fraction)))
+
+
+def _metric(running, epoch):
+    # Scoring a chunk before training on it is progressive validation only
+    # while its rows are new: from the second epoch on they were trained on.
+    name, value = running.primary()
+    return (f"{'progressive' if epoch == 1 else 'running'} {name}", value)
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _save_scaling(path, model_path, mean, scale):
+    # written beside the model; np.savez adds .npz only to names without it
+    with open(path, "wb") as fh:
+        np.savez(fh, mean=mean, scale=scale, model_sha256=np.array(_sha256(model_path)))
+
+
+def _load_scaling(model_path, n_features):
+    path = model_path + SCALING_SUFFIX
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as d:
+            mean, scale, sha = d["mean"], d["scale"], str(d["model_sha256"])
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        raise InputError(f"{path}: not a readable scaling file ({exc})") from None
+    if sha != _sha256(model_path):
+        raise InputError(f"{path} belongs to another model file than {model_path} (it was "
+                         f"written for an earlier model); delete it, or retrain with "
+                         f"--standardize")
+    if mean.shape != (n_features,) or scale.shape != (n_features,) or not (scale > 0).all():
+        raise InputError(f"{path}: the scaling does not fit the model's {n_features} features")
+    return mean, scale
+
+
+# ---------------------------------------------------------------------- #
+# predict / evaluate
+# ---------------------------------------------------------------------- #
+def _load_model(path):
+    import onlinekernel
+
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such model file")
+    return onlinekernel.load(path)
+
+
+def _task_of(model, path):
+    from sklearn.base import is_classifier, is_regressor
+
+    if is_classifier(model):
+        return "classify"
+    if is_regressor(model) and model.__dict__.get("_n_outputs", 1) == 1:
+        return "regress"
+    raise UsageError(f"{path}: evaluate scores classifiers and single-output regressors; this "
+                     f"is a {type(model).__name__} (use predict)")
+
+
+@contextlib.contextmanager
+def _output(path, out):
+    """``out`` for ``None`` or ``"-"``; else a file that appears at ``path`` only when complete."""
+    if path is None or path == "-":
+        yield out
+        return
+    directory, name = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _predict(args, out, err):
+    model = _load_model(args.model)
+    progress = _progress(args, err)
+    if args.proba and not hasattr(model, "predict_proba"):
+        name = getattr(model.loss_, "name", "?")
+        raise UsageError(f"{args.model}: the model's loss ({name}) gives no probabilities; "
+                         f"train with --loss logistic for --proba")
+    scaling = _load_scaling(args.model, model.n_features_in_)
+    if scaling is not None:
+        progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
+                      f"{SCALING_SUFFIX}")
+    source = _open(args, args.input, "optional", n_features=model.n_features_in_)
+    if source.n_features != model.n_features_in_:
+        raise InputError(f"{args.input}: {source.n_features} features, but the model takes "
+                         f"{model.n_features_in_}")
+    progress.start("predict")
+    rows = 0
+    with _output(args.output, out) as fh:
+        writer = None
+        if args.proba:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow([str(c) for c in model.classes_])
+        for chunk in source.chunks(args.chunk_size):
+            X = chunk.X if scaling is None else (chunk.X - scaling[0]) / scaling[1]
+            if args.proba:
+                writer.writerows(model.predict_proba(X).tolist())
+            else:
+                pred = model.predict(X)
+                if pred.ndim == 2:  # several outputs per row (e.g. quantiles): CSV rows
+                    csv.writer(fh, lineterminator="\n").writerows(pred.tolist())
+                elif pred.size:
+                    fh.write("\n".join(map(str, pred.tolist())) + "\n")
+            rows += chunk.X.shape[0]
+            progress.update(rows, chunk.done)
+    progress.finish()
+    return 0
+
+
+def _evaluate(args, out, err):
+    model = _load_model(args.model)
+    progress = _progress(args, err)
+    task = _task_of(model, args.model)
+    scaling = _load_scaling(args.model, model.n_features_in_)
+    if scaling is not None:
+        progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
+                      f"{SCALING_SUFFIX}")
+    source = _open(args, args.input, "required", n_features=model.n_features_in_)
+    kind = kind_of_classes(model.classes_) if task == "classify" else "float"
+    what = "label" if task == "classify" else "target"
+    score = _Score(task)
+    progress.start("evaluate")
+    rows = 0
+    for chunk in source.chunks(args.chunk_size):
+        y = convert_labels(chunk.y, kind, chunk, args.input, what)
+        X = chunk.X if scaling is None else (chunk.X - scaling[0]) / scaling[1]
+        score.add(y, model.predict(X))
+        rows += chunk.X.shape[0]
+        progress.update(rows, chunk.done, score.primary())
+    progress.finish()
+    if score.n == 0:
+        raise InputError(f"{args.input}: no data rows")
+    if args.json:
+        print(json.dumps(score.as_dict()), file=out)
+    else:
+        print(score.describe(), file=out)
+    return 0
+
+
+# ---------------------------------------------------------------------- #
+# plugins
+# ---------------------------------------------------------------------- #
+def _plugins(args, out, err):
+    import onlinekernel
+
+    tables = {"losses": onlinekernel.available_losses(),
+              "feature_maps": onlinekernel.available_feature_maps()}
+    if args.json:
+        print(json.dumps(tables, indent=2, sort_keys=True, default=repr), file=out)
+        return 0
+    for title, key in (("losses", "losses"), ("feature maps", "feature_maps")):
+        rows = [(name, ", ".join(f"{k}={v!r}" for k, v in info["parameters"].items()) or "-",
+                 f"{info['distribution']} ({info['plugin']})")
+                for name, info in tables[key].items()]
+        print(f"{title}:", file=out)
+        w0 = max((len(r[0]) for r in rows), default=0)
+        w1 = max((len(r[1]) for r in rows), default=0)
+        for name, params, origin in rows:
+            print(f"  {name:<{w0}}  {params:<{w1}}  {origin}", file=out)
+    return 0
+
+
+# ---------------------------------------------------------------------- #
+# demo
+# ---------------------------------------------------------------------- #
+def _demo(args, out, err):
     from sklearn.linear_model import SGDClassifier
 
     from onlinekernel import DSGClassifier
@@ -23,6 +871,7 @@ def _demo(args, out):
     print(f"UCI Letter Recognition: {X_train.shape[0]} training rows, {X_test.shape[0]} test "
           f"rows, {X_train.shape[1]} features, 26 classes", file=out)
     print(f"  ({LETTER_CITATION})", file=out)
+    out.flush()  # before the progress on stderr
 
     t = time.perf_counter()
     linear = SGDClassifier(random_state=0).fit(X_train, y_train)
@@ -30,45 +879,199 @@ def _demo(args, out):
     acc_lin = linear.score(X_test, y_test)
 
     model = DSGClassifier(gamma=3.0, learning_rate="inverse", eta0=512.0, t0=100.0,
-                          n_epochs=1, warm_start=True, random_state=args.seed)
-    t = time.perf_counter()
+                          random_state=args.seed)
+    classes = np.unique(y_train)
+    chunk = 1024  # a multiple of batch_size: chunking does not change the steps
+    n = X_train.shape[0]
+    progress = Progress(err, quiet=args.quiet, every=-(-n // chunk))
+    rng = np.random.default_rng(args.seed)
+    t_dsg = 0.0
     for epoch in range(1, args.epochs + 1):
-        model.fit(X_train, y_train)
-        rate = epoch * X_train.shape[0] / (time.perf_counter() - t)
-        print(f"  epoch {epoch}/{args.epochs}: {rate:,.0f} samples/s, "
-              f"{model.n_random_features_} random features", file=out, flush=True)
-    t_dsg = time.perf_counter() - t
+        order = rng.permutation(n)  # each epoch in a new order, as fit(shuffle=True) does
+        running = _Score("classify")
+        progress.start(f"epoch {epoch}/{args.epochs}")
+        for start in range(0, n, chunk):
+            idx = order[start:start + chunk]
+            if not progress.quiet and hasattr(model, "_coef"):
+                sample = idx[::10]  # as train's default --progressive 0.1
+                running.add(y_train[sample], model.predict(X_train[sample]))
+            t = time.perf_counter()
+            model.partial_fit(X_train[idx], y_train[idx], classes=classes)
+            t_dsg += time.perf_counter() - t
+            progress.update(start + idx.shape[0], (start + idx.shape[0]) / n,
+                            _metric(running, epoch))
+        progress.finish()
     acc_dsg = model.score(X_test, y_test)
-    size = model.coef_.nbytes + model.intercept_.nbytes
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "letter.okm")
+        model.save(path)
+        size = os.path.getsize(path)
+    size_lin = len(pickle.dumps(linear))
 
     print("", file=out)
-    print(f"{'model':<38}{'test accuracy':>14}{'train time':>12}{'size':>12}", file=out)
+    print(f"{'model':<38}{'test accuracy':>14}{'train time':>12}{'file size':>12}", file=out)
     print(f"{'linear SGDClassifier (scikit-learn)':<38}{acc_lin:>14.4f}{t_lin:>11.2f}s"
-          f"{linear.coef_.nbytes + linear.intercept_.nbytes:>11,d}B", file=out)
+          f"{size_lin:>11,d}B", file=out)
     print(f"{'onlinekernel DSGClassifier (RBF)':<38}{acc_dsg:>14.4f}{t_dsg:>11.2f}s"
           f"{size:>11,d}B", file=out)
+    print(f"({model.n_random_features_:,d} random features; the train time excludes the "
+          f"progressive scoring;\n sizes: the pickled linear model, the kernel model's file)",
+          file=out)
     return 0
 
 
+# ---------------------------------------------------------------------- #
+# parser and main
+# ---------------------------------------------------------------------- #
 def _parser():
-    parser = argparse.ArgumentParser(prog="onlinekernel", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="train on the bundled Letter data and report")
-    demo.add_argument("--epochs", type=int, default=5, help="passes over the data (default 5)")
-    demo.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    from onlinekernel._schedules import SCHEDULES
+    from onlinekernel._version import __version__
+
+    parser = _Parser(prog="onlinekernel", description=__doc__.splitlines()[0],
+                     epilog="See 'onlinekernel COMMAND --help'.")
+    parser.add_argument("--version", action="version", version=f"onlinekernel {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the traceback of unexpected errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    train = sub.add_parser(
+        "train", help="train a model on a CSV, npz or svmlight file",
+        description="Train a kernel model by streaming a file through partial_fit, chunk by "
+                    "chunk in file order.  A first pass over the file is made when needed: for "
+                    "the class labels (unless --classes), the width of an svmlight file "
+                    "(unless --n-features) and the scaling of --standardize.")
+    train.add_argument("input", metavar="INPUT", help="training data (CSV, npz, svmlight)")
+    train.add_argument("-o", "--output", metavar="MODEL",
+                       help="write the model file here (load with onlinekernel.load)")
+    _add_input_options(train, train=True)
+    m = train.add_argument_group(
+        "model", "Options left unset keep the defaults of DSGClassifier (classification) or "
+                 "DSGRegressor (regression).")
+    m.add_argument("--task", choices=("classify", "regress"),
+                   help="default: regress if --loss is a regression loss, else classify")
+    m.add_argument("--classes", metavar="A,B,...",
+                   help="all class labels (default: read from the file in a first pass)")
+    m.add_argument("--loss", help="a registered loss (see 'onlinekernel plugins')")
+    m.add_argument("--loss-param", type=_assignment, action="append", metavar="NAME=VALUE",
+                   help="a loss parameter (repeatable), e.g. delta=2.0")
+    m.add_argument("--kernel", help="a registered feature map (default gaussian)")
+    m.add_argument("--kernel-param", type=_assignment, action="append", metavar="NAME=VALUE",
+                   help="a feature-map parameter (repeatable), e.g. pairs=true")
+    m.add_argument("--gamma", type=_gamma, help="bandwidth, or 'scale' (default)")
+    m.add_argument("--alpha", type=float, help="regularisation strength")
+    m.add_argument("--batch-size", type=_positive_int, metavar="ROWS",
+                   help="rows per training step")
+    m.add_argument("--block-size", type=_positive_int, metavar="N",
+                   help="random features per block")
+    m.add_argument("--max-blocks", type=_max_blocks, default=argparse.SUPPRESS, metavar="N",
+                   help="feature budget in blocks ('none': unbounded)")
+    m.add_argument("--learning-rate", choices=tuple(SCHEDULES), help="step schedule")
+    m.add_argument("--eta0", type=float, help="initial step")
+    m.add_argument("--t0", type=float, help="time scale of the step decay, in steps")
+    m.add_argument("--average", action="store_true",
+                   help="predict with the average of the iterates (Polyak-Ruppert)")
+    m.add_argument("--average-start", type=_nonnegative_int, metavar="STEP",
+                   help="average only the iterates after step STEP (implies --average)")
+    m.add_argument("--seed", type=_seed, default=0, help="seed of the model and the holdout "
+                   "(default 0)")
+    r = train.add_argument_group("training")
+    r.add_argument("--epochs", type=_positive_int, default=1,
+                   help="passes over the file (default 1)")
+    r.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
+                   help="hold out this fraction of the rows and score them after training")
+    r.add_argument("--progressive", type=_unit, default=0.1, metavar="FRACTION",
+                   help="fraction of each chunk scored before training on it, for the "
+                        "progress line (default 0.1; 1: every row; 0: none)")
+    r.add_argument("--standardize", action="store_true",
+                   help="scale features to zero mean, unit variance (saved as "
+                        "MODEL.scaling.npz)")
+    train.set_defaults(run=_train)
+
+    predict = sub.add_parser("predict", help="write the predictions of a model for a file",
+                             description="Write one prediction per input row.")
+    predict.add_argument("model", metavar="MODEL", help="a model file")
+    predict.add_argument("input", metavar="INPUT", help="data (a target column is ignored)")
+    predict.add_argument("-o", "--output", metavar="OUT", help="output file (default stdout)")
+    predict.add_argument("--proba", action="store_true",
+                         help="class probabilities as CSV, one column per class")
+    _add_input_options(predict)
+    predict.set_defaults(run=_predict)
+
+    evaluate = sub.add_parser("evaluate", help="score a model on a labelled file",
+                              description="Print accuracy (classifiers) or R2 and RMSE "
+                                          "(regressors) on a labelled file.")
+    evaluate.add_argument("model", metavar="MODEL", help="a model file")
+    evaluate.add_argument("input", metavar="INPUT", help="labelled data")
+    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _add_input_options(evaluate)
+    evaluate.set_defaults(run=_evaluate)
+
+    plugins = sub.add_parser("plugins", help="list the registered losses and feature maps",
+                             description="List every registered loss and feature map with "
+                                         "its parameters (defaults) and distribution.")
+    plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    plugins.set_defaults(run=_plugins)
+
+    demo = sub.add_parser("demo", help="train on the bundled Letter data and report",
+                          description="Train on UCI Letter Recognition and compare with a "
+                                      "linear model.")
+    demo.add_argument("--epochs", type=_positive_int, default=5,
+                      help="passes over the data (default 5)")
+    demo.add_argument("--seed", type=_seed, default=0, help="model seed (default 0)")
+    demo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     demo.set_defaults(run=_demo)
     return parser
 
 
+def _one_line(exc):
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())  # one line, whatever the exception put in its message
+
+
 def main(argv=None, out=None):
-    """Run the command line; returns the exit status."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Output goes to ``out`` (default stdout), progress and errors to stderr.
+    """
     out = sys.stdout if out is None else out
-    args = _parser().parse_args(argv)
-    try:
-        return args.run(args, out)
-    except (ValueError, TypeError, OSError) as exc:
-        print(f"onlinekernel: error: {exc}", file=sys.stderr)
-        return 2
+    err = sys.stderr
+    args = None
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"onlinekernel: warning: {' '.join(str(message).split())}", file=err)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        try:
+            args = _parser().parse_args(argv)
+            return args.run(args, out, err)
+        except SystemExit as exc:  # --help, --version
+            return exc.code if isinstance(exc.code, int) else 0
+        except KeyboardInterrupt:
+            Progress.break_line()
+            print("onlinekernel: interrupted", file=err)
+            return 130
+        except BrokenPipeError:
+            # the reader of our output went away (``| head``): stop quietly
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")
+            return 1
+        except (ValueError, TypeError, LookupError, OSError) as exc:
+            # bad usage, input, model file, plugin name or parameter
+            Progress.break_line()
+            if args is not None and args.traceback:
+                traceback.print_exc(file=err)
+            print(f"onlinekernel: error: {_one_line(exc)}", file=err)
+            return _USAGE_ERROR
+        except Exception as exc:
+            Progress.break_line()
+            if args is not None and args.traceback:
+                traceback.print_exc(file=err)
+            print(f"onlinekernel: error: {type(exc).__name__}: {_one_line(exc)} (an unexpected "
+                  f"error; rerun with --traceback for details)", file=err)
+            return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,544 @@
+"""The command line: train / predict / evaluate / plugins / demo, streaming readers, errors.
+
+Every file is generated in ``tmp_path``; chunk sizes are smaller than the
+files so that every run streams several chunks.  Models are small (few
+blocks of few features) to keep the tests fast, except where a metric is
+checked for being sensible.
+"""
+import gzip
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.metrics import r2_score
+
+import onlinekernel
+from onlinekernel import DSGClassifier, DSGRegressor
+from onlinekernel._io import InputError, detect_format, holdout_mask, open_source
+from onlinekernel.cli import Progress, main
+
+SMALL = ["--block-size", "32", "--max-blocks", "4", "--batch-size", "16"]
+
+
+# ---------------------------------------------------------------------- #
+# data
+# ---------------------------------------------------------------------- #
+def _ring(n=800, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = (np.hypot(X[:, 0], X[:, 1]) < 1.0).astype(int)
+    return X, y
+
+
+def _three(n=900, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.array(["low", "mid", "high"])[np.digitize(X[:, 0] + 0.5 * X[:, 1] ** 2, [-0.3, 0.6])]
+    return X, y
+
+
+def _wave(n=800, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 3))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] ** 2 + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _write_csv(path, X, y, header=True, names=None):
+    d = X.shape[1]
+    names = names or [f"x{j}" for j in range(d)] + ["target"]
+    with open(path, "w") as fh:
+        if header:
+            fh.write(",".join(names) + "\n")
+        for row, t in zip(X.tolist(), np.asarray(y).tolist()):
+            fh.write(",".join(repr(v) for v in row) + f",{t}\n")  # repr: exact round trip
+    return str(path)
+
+
+def _write_svmlight(path, X, y, zero_based=False):
+    off = 0 if zero_based else 1
+    with open(path, "w") as fh:
+        fh.write("# generated for the tests\n")
+        for row, t in zip(X.tolist(), np.asarray(y).tolist()):
+            feats = " ".join(f"{j + off}:{v!r}" for j, v in enumerate(row) if v != 0.0)
+            fh.write(f"{t!r} {feats}\n")
+    return str(path)
+
+
+def _run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _holdout_line(out, name):
+    m = re.search(rf"holdout {name} ([0-9.]+)", out)
+    assert m, out
+    return float(m.group(1))
+
+
+# ---------------------------------------------------------------------- #
+# train / predict / evaluate round trips
+# ---------------------------------------------------------------------- #
+def test_train_csv_binary_holdout_predict_evaluate(tmp_path, capsys):
+    X, y = _ring()
+    data = _write_csv(tmp_path / "ring.csv", X, y)
+    model_path = tmp_path / "ring.okm"
+    code, out, err = _run(["train", data, "--chunk-size", 150, "--holdout", 0.25,
+                           "-o", model_path], capsys)
+    assert code == 0, err
+    assert 0.85 < _holdout_line(out, "accuracy") <= 1.0
+    n_held = int(re.search(r"on ([0-9,]+) rows\n", out.split("holdout")[1]).group(1))
+    assert n_held == holdout_mask(0, len(y), 0.25, seed=0).sum()
+    assert f"model written to {model_path}" in out
+
+    model = onlinekernel.load(model_path)
+    assert isinstance(model, DSGClassifier) and model.classes_.tolist() == [0, 1]
+    code, out, err = _run(["predict", model_path, data, "--chunk-size", 100,
+                           "-o", tmp_path / "pred.txt"], capsys)
+    assert code == 0, err
+    pred = np.loadtxt(tmp_path / "pred.txt", dtype=int)
+    np.testing.assert_array_equal(pred, model.predict(X))
+
+    code, out, err = _run(["evaluate", model_path, data, "--json", "--chunk-size", 100], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result == {"rows": len(y), "accuracy": pytest.approx(model.score(X, y), abs=1e-12)}
+
+
+def test_training_from_csv_equals_partial_fit_in_python(tmp_path, capsys):
+    X, y = _ring(n=500, seed=5)
+    data = _write_csv(tmp_path / "d.csv", X, y, header=False)
+    code, _, err = _run(["train", data, "--chunk-size", 96, "--seed", 7, "--quiet",
+                         "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    cli_model = onlinekernel.load(tmp_path / "m.okm")
+
+    py = DSGClassifier(random_state=7, block_size=32, max_blocks=4, batch_size=16)
+    for start in range(0, len(y), 96):
+        py.partial_fit(X[start:start + 96], y[start:start + 96], classes=[0, 1])
+    np.testing.assert_array_equal(cli_model.coef_, py.coef_)
+    np.testing.assert_array_equal(cli_model.decision_function(X), py.decision_function(X))
+    np.testing.assert_array_equal(cli_model.predict(X), py.predict(X))
+
+
+def test_train_npz_multiclass_string_labels(tmp_path, capsys):
+    X, y = _three()
+    data = tmp_path / "three.npz"
+    np.savez_compressed(data, X_train=X, y_train=y, X_test=X[:200], y_test=y[:200])
+    model_path = tmp_path / "three.okm"
+    code, out, err = _run(["train", data, "--chunk-size", 200, "--holdout", 0.2, "--epochs", 2,
+                           "--loss", "logistic", "-o", model_path], capsys)
+    assert code == 0, err
+    assert "(2 epochs)" in out
+    assert _holdout_line(out, "accuracy") > 0.75   # three classes: chance is about 0.33
+    model = onlinekernel.load(model_path)
+    assert model.classes_.tolist() == ["high", "low", "mid"]
+    assert model.loss_.name == "multinomial"
+
+    code, out, err = _run(["evaluate", model_path, data, "--npz-keys", "X_test,y_test", "--json"],
+                          capsys)
+    assert code == 0, err
+    assert json.loads(out)["accuracy"] == pytest.approx(model.score(X[:200], y[:200]), abs=1e-12)
+
+    code, out, err = _run(["predict", model_path, data, "--proba", "--chunk-size", 128,
+                           "-o", tmp_path / "p.csv"], capsys)
+    assert code == 0, err
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "high,low,mid"
+    proba = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
+    np.testing.assert_array_equal(proba, model.predict_proba(X))
+
+
+def test_train_svmlight_regression(tmp_path, capsys):
+    X, y = _wave()
+    X[:, 2] = np.where(X[:, 2] > 0, X[:, 2], 0.0)  # sparse: about half the entries absent
+    data = _write_svmlight(tmp_path / "wave.svm", X, y)
+    model_path = tmp_path / "wave.okm"
+    code, out, err = _run(["train", data, "--chunk-size", 150, "--holdout", 0.2,
+                           "--task", "regress", "-o", model_path], capsys)
+    assert code == 0, err
+    r2 = float(re.search(r"holdout R2 ([-0-9.]+), RMSE ([0-9.]+)", out).group(1))
+    assert r2 > 0.6
+    model = onlinekernel.load(model_path)
+    assert isinstance(model, DSGRegressor) and model.n_features_in_ == 3  # width from the file
+
+    code, out, err = _run(["predict", model_path, data, "--chunk-size", 128], capsys)
+    assert code == 0, err
+    np.testing.assert_array_equal(np.array(out.split(), dtype=float), model.predict(X))
+    code, out, err = _run(["evaluate", model_path, data, "--json"], capsys)
+    result = json.loads(out)
+    pred = model.predict(X)
+    assert result["r2"] == pytest.approx(r2_score(y, pred), rel=1e-9)
+    assert result["rmse"] == pytest.approx(np.sqrt(np.mean((y - pred) ** 2)), rel=1e-9)
+
+
+def test_holdout_scored_from_memory_or_by_another_pass_alike(tmp_path, capsys, monkeypatch):
+    X, y = _wave(n=400)
+    data = _write_csv(tmp_path / "w.csv", X, y)
+    argv = ["train", data, "--task", "regress", "--holdout", 0.3, "--chunk-size", 64] + SMALL
+    code, kept, err = _run(argv, capsys)
+    assert code == 0 and "holdout  100%" not in err
+    monkeypatch.setattr("onlinekernel.cli._HOLDOUT_BYTES", 0)
+    code, reread, err = _run(argv, capsys)
+    assert code == 0 and "holdout  100% | 400 rows" in err
+    line = re.compile(r"^holdout R2 .*$", re.M)
+    assert line.search(kept).group(0) == line.search(reread).group(0)
+
+
+def test_svmlight_qid_comments_and_unlabelled_lines(tmp_path, capsys):
+    path = tmp_path / "q.svm"
+    path.write_text("# a comment line\n1 qid:3 1:0.5 3:-2 # trailing\n\n-1 qid:3 2:1e-3\n")
+    chunks = list(open_source(str(path), n_features=3).chunks(10))
+    np.testing.assert_array_equal(chunks[0].X, [[0.5, 0.0, -2.0], [0.0, 1e-3, 0.0]])
+    assert chunks[0].y.tolist() == ["1", "-1"] and chunks[0].lines.tolist() == [2, 4]
+    unlabelled = tmp_path / "u.svm"
+    unlabelled.write_text("1:0.5 3:-2\n2:1\n")
+    chunk = next(open_source(str(unlabelled), labels="optional", n_features=3).chunks(10))
+    assert chunk.y is None and chunk.X.tolist() == [[0.5, 0.0, -2.0], [0.0, 1.0, 0.0]]
+    with pytest.raises(InputError, match=r"u\.svm line 1: no label"):
+        next(open_source(str(unlabelled), n_features=3).chunks(10))
+
+
+def test_svmlight_zero_based_and_n_features(tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_svmlight(tmp_path / "r.txt", X, y, zero_based=True)  # detected by content
+    assert detect_format(data) == "svmlight"
+    code, out, err = _run(["train", data, "--zero-based", "--n-features", 5, "--quiet",
+                           "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    assert model.n_features_in_ == 5
+    wide = np.hstack([X, np.zeros((300, 3))])
+    code, out, err = _run(["predict", tmp_path / "m.okm", data, "--zero-based"], capsys)
+    np.testing.assert_array_equal(np.array(out.split(), dtype=float), model.predict(wide))
+
+
+def test_regression_loss_implies_regression_and_loss_params(tmp_path, capsys):
+    X, y = _wave(n=300)
+    data = _write_csv(tmp_path / "w.csv", X, y)
+    code, out, err = _run(["train", data, "--loss", "huber", "--loss-param", "delta=0.5",
+                           "--kernel", "laplacian", "--gamma", "0.3", "--average-start", 3,
+                           "--quiet", "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    assert isinstance(model, DSGRegressor) and model.average == 3
+    assert model.loss_.get_params() == {"delta": 0.5}
+    assert model.feature_map_.name == "laplacian" and model.gamma_ == 0.3
+
+
+def test_kernel_params_and_estimator_options_reach_the_model(tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    code, out, err = _run(["train", data, "--kernel-param", "pairs=true", "--alpha", 1e-4,
+                           "--learning-rate", "invsqrt", "--eta0", 2.0, "--t0", 10,
+                           "--average", "--max-blocks", "none", "--quiet",
+                           "-o", tmp_path / "m.okm"] + SMALL[:2] + SMALL[4:], capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    params = model.get_params()
+    assert params["kernel_params"] == {"pairs": True}
+    assert (params["alpha"], params["learning_rate"], params["eta0"], params["t0"],
+            params["average"], params["max_blocks"]) == (1e-4, "invsqrt", 2.0, 10.0, True, None)
+    assert model.n_blocks_ == -(-300 // 16) * 1  # unbounded: one block per step
+    assert model.feature_map_.get_params()["pairs"] is True
+
+
+def test_csv_variants_header_detection_target_and_gzip(tmp_path, capsys):
+    X, y = _three(n=400)
+    # target first, by name, no trailing target column; gzipped; semicolons
+    path = tmp_path / "t.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("label;a;b;c\n")
+        for row, t in zip(X.tolist(), y):
+            fh.write(f"{t};" + ";".join(repr(v) for v in row) + "\n")
+    code, out, err = _run(["train", path, "--target", "label", "--delimiter", ";",
+                           "--chunk-size", 128, "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    assert model.n_features_in_ == 3 and model.classes_.tolist() == ["high", "low", "mid"]
+    # headerless file with string labels: the label column is not a number, but the
+    # features of the first row are, so that row is data
+    plain = _write_csv(tmp_path / "p.csv", X, y, header=False)
+    source = open_source(plain)
+    assert not source.has_header and source.n_features == 3
+    assert sum(c.X.shape[0] for c in source.chunks(100)) == 400
+    numeric = _write_csv(tmp_path / "n.csv", X, np.arange(400), header=False)
+    source = open_source(numeric, target="0", header="no")
+    first = next(source.chunks(1))
+    assert first.y.tolist() == [repr(float(X[0, 0]))]
+    np.testing.assert_array_equal(first.X, [[X[0, 1], X[0, 2], 0.0]])
+
+
+def test_npz_streaming_reads_row_blocks_of_any_layout(tmp_path):
+    X = np.arange(60, dtype=np.float32).reshape(20, 3)
+    y = np.arange(20)
+    for name, save, Xs in (("c.npz", np.savez_compressed, X),
+                           ("f.npz", np.savez, np.asfortranarray(X)),
+                           ("s.npz", np.savez, X.astype(">f8"))):
+        save(tmp_path / name, X=Xs, y=y)
+        chunks = list(open_source(str(tmp_path / name)).chunks(7))
+        assert [c.X.shape[0] for c in chunks] == [7, 7, 6]
+        np.testing.assert_array_equal(np.vstack([c.X for c in chunks]), X)
+        np.testing.assert_array_equal(np.concatenate([c.y for c in chunks]), y)
+        assert chunks[-1].done == 1.0
+
+
+def test_holdout_is_a_deterministic_hash_of_row_and_seed():
+    whole = holdout_mask(0, 10000, 0.1, seed=3)
+    pieces = np.concatenate([holdout_mask(s, 333, 0.1, seed=3) for s in range(0, 10000, 333)])
+    np.testing.assert_array_equal(whole, pieces[:10000])
+    assert 0.085 < whole.mean() < 0.115
+    assert (holdout_mask(0, 10000, 0.1, seed=4) != whole).any()
+    assert not holdout_mask(0, 100, 0.0, seed=0).any()
+
+
+def test_standardize_writes_and_applies_the_scaling(tmp_path, capsys):
+    X, y = _ring(n=600)
+    Xs = X * [1000.0, 0.001] + [5000.0, -3.0]  # wildly different scales
+    data = _write_csv(tmp_path / "s.csv", Xs, y)
+    model_path = tmp_path / "s.okm"
+    code, out, err = _run(["train", data, "--standardize", "--holdout", 0.2, "--chunk-size", 100,
+                           "-o", model_path], capsys)
+    assert code == 0, err
+    assert _holdout_line(out, "accuracy") > 0.85
+    sidecar = str(model_path) + ".scaling.npz"
+    with np.load(sidecar) as s:
+        mean, scale = s["mean"], s["scale"]
+    train_rows = ~holdout_mask(0, 600, 0.2, seed=0)
+    np.testing.assert_allclose(mean, Xs[train_rows].mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(scale, Xs[train_rows].std(axis=0), rtol=1e-12)
+
+    model = onlinekernel.load(model_path)
+    code, out, err = _run(["predict", model_path, data], capsys)
+    assert code == 0 and "applying the feature scaling" in err
+    np.testing.assert_array_equal(np.array(out.split(), dtype=int),
+                                  model.predict((Xs - mean) / scale))
+
+    # a scaling file left beside another model is refused ...
+    os.replace(sidecar, tmp_path / "kept.npz")
+    code, _, err = _run(["train", data, "--quiet", "-o", model_path] + SMALL, capsys)
+    assert code == 0 and not os.path.exists(sidecar)
+    os.replace(tmp_path / "kept.npz", sidecar)
+    code, _, err = _run(["evaluate", model_path, data], capsys)
+    assert code == 2 and "belongs to another model file" in err
+    # ... and retraining without --standardize removes it
+    code, _, err = _run(["train", data, "--quiet", "-o", model_path] + SMALL, capsys)
+    assert code == 0 and not os.path.exists(sidecar)
+
+
+def test_classes_option_and_unknown_label(tmp_path, capsys):
+    X, y = _ring(n=200)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    code, _, err = _run(["train", data, "--classes", "0,1,2", "--quiet",
+                         "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    assert onlinekernel.load(tmp_path / "m.okm").classes_.tolist() == [0, 1, 2]
+    code, _, err = _run(["train", data, "--classes", "0,2", "--chunk-size", 50] + SMALL, capsys)
+    assert code == 2
+    assert re.match(r"onlinekernel: error: .*r\.csv lines 2-\d+: labels \[1\] are not in "
+                    r"classes", err)
+
+
+# ---------------------------------------------------------------------- #
+# progress
+# ---------------------------------------------------------------------- #
+def test_progress_on_stderr_and_quiet(tmp_path, capsys):
+    X, y = _ring(n=400)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--progress-every", 2] + SMALL,
+                          capsys)
+    assert code == 0
+    lines = err.splitlines()
+    assert lines[0].startswith("first pass")
+    epoch = [line for line in lines if line.startswith("epoch 1/1")]
+    assert len(epoch) == 4  # 8 chunks, a line every 2
+    assert re.search(r"epoch 1/1  100% \| 400 rows \| [0-9,]+ rows/s \| progressive accuracy "
+                     r"0\.\d{4}$", epoch[-1])
+    assert "progressive accuracy" in out
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet"] + SMALL, capsys)
+    assert code == 0 and err == "" and "progressive accuracy" in out
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--progressive", 0] + SMALL,
+                          capsys)
+    assert code == 0 and "progressive" not in out and "progressive" not in err
+
+
+def test_progress_rewrites_one_line_on_a_terminal():
+    stream = io.StringIO()
+    p = Progress(stream, tty=True)
+    p.start("epoch 1/1")
+    p.update(10, 0.5)
+    p._last_draw = 0.0  # redraws are throttled to ten a second
+    p.update(20, 1.0, ("progressive accuracy", 0.5))
+    p.finish()
+    text = stream.getvalue()
+    assert text.startswith("\repoch 1/1   50% | 10 rows") and text.endswith("\n")
+    assert text.count("\n") == 1 and text.count("\r") == 3
+    assert "progressive accuracy 0.5000" in text
+
+
+# ---------------------------------------------------------------------- #
+# plugins and demo
+# ---------------------------------------------------------------------- #
+def test_plugins_lists_builtins_with_parameters_and_distribution(capsys):
+    code, out, err = _run(["plugins"], capsys)
+    assert code == 0
+    assert re.search(r"^  gaussian +n_components=256, gamma=1\.0, pairs=False +onlinekernel ",
+                     out, re.M)
+    assert re.search(r"^  hinge +- +onlinekernel \(builtin_losses\)$", out, re.M)
+    code, out, err = _run(["plugins", "--json"], capsys)
+    tables = json.loads(out)
+    for name in ("hinge", "squared_hinge", "logistic", "multinomial", "squared", "huber",
+                 "epsilon_insensitive", "quantile"):
+        assert tables["losses"][name]["distribution"] == "onlinekernel"
+    for name in ("gaussian", "laplacian", "arccos", "poly_sketch"):
+        assert tables["feature_maps"][name]["distribution"] == "onlinekernel"
+    assert tables["losses"]["huber"]["parameters"] == {"delta": 1.0}
+    assert tables["feature_maps"]["poly_sketch"]["parameters"]["degree"] == 3
+    assert set(tables["losses"]) == set(onlinekernel.available_losses())
+
+
+def test_demo_runs_and_reports(capsys):
+    code, out, err = _run(["demo", "--epochs", "1"], capsys)
+    assert code == 0, err
+    kernel = re.search(r"onlinekernel DSGClassifier \(RBF\) +([0-9.]+) +([0-9.]+)s +([0-9,]+)B",
+                       out)
+    linear = re.search(r"linear SGDClassifier \(scikit-learn\) +([0-9.]+)", out)
+    assert float(kernel.group(1)) > 0.85 > 0.75 > float(linear.group(1))
+    size = int(kernel.group(3).replace(",", ""))
+    assert 4096 * 26 * 8 < size < 4096 * 26 * 8 + 65536  # coefficients plus a small header
+    assert "epoch 1/1  100% | 15,000 rows" in err and "progressive accuracy" in err
+
+
+# ---------------------------------------------------------------------- #
+# errors: one line, exit status 2, nothing changed
+# ---------------------------------------------------------------------- #
+def _error_cases(tmp):
+    X, y = _ring(n=60)
+    good = _write_csv(tmp / "good.csv", X, y)
+    model = tmp / "good.okm"
+    DSGClassifier(random_state=0, block_size=8, max_blocks=2).fit(X, y).save(model)
+    lines = open(good).read().splitlines()
+    lines[45] += ",7"  # a later chunk with an extra column
+    (tmp / "cols.csv").write_text("\n".join(lines) + "\n")
+    lines = open(good).read().splitlines()
+    lines[52] = lines[52].replace(lines[52].split(",")[1], "abc", 1)
+    (tmp / "text.csv").write_text("\n".join(lines) + "\n")
+    (tmp / "nan.csv").write_text("a,b,t\n1,2,0\n1,nan,1\n")
+    (tmp / "zero.svm").write_text("1 1:0.5\n0 0:1.0 2:3\n")
+    (tmp / "bad.svm").write_text("1 1:0.5\n0 2=1.0\n")
+    (tmp / "junk.npz").write_bytes(b"not a zip archive at all")
+    np.savez(tmp / "nokey.npz", A=X)
+    data = model.read_bytes()
+    (tmp / "corrupt.okm").write_bytes(data[:200] + bytes([data[200] ^ 1]) + data[201:])
+    (tmp / "truncated.okm").write_bytes(data[:-100])
+    (tmp / "three.csv").write_text("a,b,c,d,t\n1,2,3,4,0\n")
+    (tmp / "two.csv").write_text("1,2\n3,4\n")
+    return {
+        "missing file": (["train", tmp / "nope.csv"], r"nope\.csv: no such file"),
+        "missing model": (["predict", tmp / "nope.okm", good], r"nope\.okm: no such model file"),
+        "later chunk has more columns": (["train", tmp / "cols.csv", "--chunk-size", 10],
+                                         r"cols\.csv line 46: 4 fields, expected 3"),
+        "non-numeric value": (["train", tmp / "text.csv", "--chunk-size", 10],
+                              r"text\.csv line 53: column 'x1' is 'abc', not a number"),
+        "not finite": (["train", tmp / "nan.csv"],
+                       r"nan\.csv line 3: column 'b' is nan, not a finite number"),
+        "index 0 in a 1-based file": (["train", tmp / "zero.svm"],
+                                      r"zero\.svm line 2: feature index 0 is out of range"),
+        "bad svmlight token": (["train", tmp / "bad.svm"], r"line 2: '2=1\.0' is not a feature"),
+        "not an npz file": (["train", tmp / "junk.npz"], r"junk\.npz: not a readable npz file"),
+        "npz without X": (["train", tmp / "nokey.npz"], r"no array 'X' or 'X_train'"),
+        "wrong format forced": (["train", good, "--format", "npz"], r"not a readable npz file"),
+        "unknown loss": (["train", good, "--loss", "nonsense"],
+                         r"unknown loss 'nonsense'; registered losses: .*hinge"),
+        "unknown kernel": (["train", good, "--kernel", "nonsense"],
+                           r"unknown feature map 'nonsense'"),
+        "bad kernel parameter": (["train", good, "--kernel-param", "colour=3"],
+                                 r"invalid parameters for feature map 'gaussian'"),
+        "corrupt model file": (["predict", tmp / "corrupt.okm", good], r"corrupt\.okm"),
+        "truncated model file": (["evaluate", tmp / "truncated.okm", good], r"truncated"),
+        "not a model file": (["predict", good, good], r"not an onlinekernel model file"),
+        "feature count differs from the model": (
+            ["predict", model, tmp / "three.csv"], r"5 columns, but the model takes 2 features"),
+        "evaluate without a target": (["evaluate", model, tmp / "two.csv"],
+                                      r"two\.csv: 2 columns, as many as the model's features: "
+                                      r"the target column is missing"),
+        "evaluate label type": (["evaluate", model, tmp / "text.csv", "--target", "x1"],
+                                r"label 'abc' is not a finite number|is not an integer"),
+        "no probabilities": (["predict", model, good, "--proba"], r"gives no probabilities"),
+        "target not in header": (["train", good, "--target", "colour"],
+                                 r"no column 'colour' in the header"),
+        "option for another format": (["train", good, "--zero-based"],
+                                      r"--zero-based does not apply"),
+        "bad option value": (["train", good, "--chunk-size", "many"],
+                             r"argument --chunk-size: expected a positive integer"),
+        "unknown command": (["fly"], r"invalid choice: 'fly'"),
+        "regression classes": (["train", good, "--task", "regress", "--classes", "0,1"],
+                               r"--classes applies to classification only"),
+    }
+
+
+@pytest.fixture(scope="module")
+def error_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("errors")
+    return tmp, _error_cases(tmp)
+
+
+ERROR_CASES = [
+    "missing file", "missing model", "later chunk has more columns", "non-numeric value",
+    "not finite", "index 0 in a 1-based file", "bad svmlight token", "not an npz file",
+    "npz without X", "wrong format forced", "unknown loss", "unknown kernel",
+    "bad kernel parameter", "corrupt model file", "truncated model file", "not a model file",
+    "feature count differs from the model", "evaluate without a target", "evaluate label type",
+    "no probabilities", "target not in header", "option for another format",
+    "bad option value", "unknown command", "regression classes"]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_errors_are_one_line_with_status_2(case, error_dir, capsys):
+    tmp, cases = error_dir
+    argv, pattern = cases[case]
+    out_model = tmp / "never.okm"
+    if argv[0] == "train":
+        argv = argv + ["-o", out_model]
+    code, out, err = _run(argv, capsys)
+    assert code == 2
+    # progress lines may come first; the error is the last line and the only one
+    lines = err.splitlines()
+    assert err.endswith("\n") and lines[-1].startswith("onlinekernel: error: "), err
+    assert sum("error" in line for line in lines) == 1, err
+    assert re.search(pattern, lines[-1]), err
+    assert "Traceback" not in err
+    assert not out_model.exists()
+
+
+def test_failed_predict_leaves_no_output_file(tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    DSGClassifier(random_state=0, block_size=8, max_blocks=2).fit(X, y).save(tmp_path / "m.okm")
+    lines = open(data).read().splitlines()
+    lines[250] = "1.0,oops,1"
+    (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
+    code, _, err = _run(["predict", tmp_path / "m.okm", tmp_path / "bad.csv", "--chunk-size", 100,
+                         "-o", tmp_path / "pred.txt"], capsys)
+    assert code == 2 and "bad.csv line 251: column 'x1' is 'oops'" in err
+    assert sorted(os.listdir(tmp_path)) == ["bad.csv", "m.okm", "r.csv"]
+
+
+def test_error_cases_are_all_tested(error_dir):
+    tmp, cases = error_dir
+    assert sorted(ERROR_CASES) == sorted(cases)
+
+
+def test_subprocess_exit_status_and_stderr(tmp_path):
+    # one real process (importing the package takes seconds on a busy machine)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    bad = subprocess.run([sys.executable, "-m", "onlinekernel", "train", str(tmp_path / "no.csv")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr == f"onlinekernel: error: {tmp_path / 'no.csv'}: no such file\n"

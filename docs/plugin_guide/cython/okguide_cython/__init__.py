@@ -1,0 +1,1 @@
+"""Plugin guide example: the pseudo-Huber loss and exponential features, compiled."""

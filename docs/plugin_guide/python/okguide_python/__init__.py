@@ -1,0 +1,1 @@
+"""Plugin guide example: pure-Python loss and feature map (see ``plugin.py``)."""

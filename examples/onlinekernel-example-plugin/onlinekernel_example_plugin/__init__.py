@@ -1,0 +1,47 @@
+"""An example third-party onlinekernel plugin: a loss and a feature map.
+
+This package is a template for plugin authors.  It provides
+
+* ``"smooth_hinge"`` -- :class:`~onlinekernel_example_plugin.smooth_hinge.SmoothHinge`,
+  a quadratically smoothed hinge loss for classification;
+* ``"cauchy"`` -- :class:`~onlinekernel_example_plugin.cauchy.CauchyFeatures`,
+  random Fourier features of the Cauchy kernel.
+
+Both are pure Python (subclasses of :class:`onlinekernel.Loss` and
+:class:`onlinekernel.FeatureMap`), so the distribution needs no compiler.
+The two functions below are the plugin's hook implementations: the
+distribution declares this module under the ``onlinekernel`` entry-point
+group (see ``pyproject.toml``) and onlinekernel's registry calls them once,
+the first time a loss or feature map is looked up.  The names they return
+are how users, model files and the command line refer to the components.
+
+Examples
+--------
+>>> import onlinekernel
+>>> onlinekernel.available_losses()["smooth_hinge"]["distribution"]
+'onlinekernel-example-plugin'
+>>> onlinekernel.available_feature_maps()["cauchy"]["parameters"]
+{'n_components': 256, 'gamma': 1.0}
+>>> onlinekernel.get_loss("smooth_hinge", smoothing=0.5)
+SmoothHinge(smoothing=0.5)
+"""
+from onlinekernel.hookspecs import hookimpl
+
+from onlinekernel_example_plugin.cauchy import CauchyFeatures
+from onlinekernel_example_plugin.smooth_hinge import SmoothHinge
+
+__version__ = "0.1.0"
+__all__ = ["CauchyFeatures", "SmoothHinge", "onlinekernel_register_losses",
+           "onlinekernel_register_feature_maps"]
+
+
+@hookimpl
+def onlinekernel_register_losses():
+    """Register the ``smooth_hinge`` loss: ``{name: factory}``."""
+    return {SmoothHinge.name: SmoothHinge}
+
+
+@hookimpl
+def onlinekernel_register_feature_maps():
+    """Register the ``cauchy`` feature map: ``{name: factory}``."""
+    return {CauchyFeatures.name: CauchyFeatures}

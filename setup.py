@@ -34,7 +34,7 @@ if sys.platform == "win32":
 else:
     compile_args = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
     if os.environ.get("ONLINEKERNEL_NATIVE", "") == "1":
-        compile_args.append("-march=native")
+        compile_args.append("-march=native")  # opt-in only (ONLINEKERNEL_NATIVE=1)
 
 extensions = [
     Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel"],

@@ -68,9 +68,12 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     eta0 : float, default=512.0
         Initial step.  It multiplies the *mean* gradient of a mini-batch, so
         each row moves its own prediction by about ``step / batch_size``:
-        margin losses (hinge, logistic) learn well with ``eta0`` around
-        ``8 * batch_size``; smooth losses on real targets (squared) need
-        steps of at most about 1 to stay stable (the DSGRegressor default).
+        losses with bounded gradients (hinge, logistic, multinomial) learn
+        well with ``eta0`` around ``8 * batch_size``; losses whose gradient
+        grows with the error (squared_hinge, squared, huber with a large
+        delta) need steps of at most about 1 and diverge with the default
+        (use e.g. ``learning_rate="constant", eta0=1.0``, the DSGRegressor
+        default).
     t0 : float, default=100.0
         Time scale of the step decay, in steps.
     n_epochs : int, default=5

@@ -538,7 +538,9 @@ def test_error_cases_are_all_tested(error_dir):
 def test_subprocess_exit_status_and_stderr(tmp_path):
     # one real process (importing the package takes seconds on a busy machine)
     env = dict(os.environ, PYTHONWARNINGS="ignore")
+    # cwd outside the repository: ``-m`` puts the cwd first on sys.path, and the
+    # source tree (no compiled modules) must not shadow the installed package
     bad = subprocess.run([sys.executable, "-m", "onlinekernel", "train", str(tmp_path / "no.csv")],
-                         capture_output=True, text=True, env=env, timeout=120)
+                         capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr == f"onlinekernel: error: {tmp_path / 'no.csv'}: no such file\n"

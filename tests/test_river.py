@@ -52,7 +52,7 @@ def blobs(n, labels, seed=0):
 # ---------------------------------------------------------------------- #
 # River integration
 # ---------------------------------------------------------------------- #
-def test_import_onlinekernel_does_not_need_river():
+def test_import_onlinekernel_does_not_need_river(tmp_path):
     code = textwrap.dedent("""
         import sys
         sys.modules["river"] = None  # as if River were not installed
@@ -65,7 +65,9 @@ def test_import_onlinekernel_does_not_need_river():
         else:
             raise AssertionError("onlinekernel.river imported without River")
     """)
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    # cwd outside the repository: ``-c`` puts the cwd first on sys.path, and the
+    # source tree (no compiled modules) must not shadow the installed package
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
 
 
 def test_classifier_beats_linear_model_in_progressive_validation():

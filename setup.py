@@ -1,9 +1,9 @@
 """Build of the compiled modules (extension list, cythonize, compiler flags).
 
 Flags are portable: -O3 for any x86-64 or other target, with wide vector
-paths chosen at run time inside okcore.h.  ONLINEKERNEL_NATIVE=1 opts in to
--march=native for a machine-specific build.  -ffp-contract=off keeps the
+paths chosen at run time inside okcore.h.  -ffp-contract=off keeps the
 seeded feature generation bit for bit identical across machines.
+A machine-specific build is opt-in: ONLINEKERNEL_NATIVE=1 adds -march=native (opt-in).
 """
 import os
 import sys

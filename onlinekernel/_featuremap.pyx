@@ -15,6 +15,8 @@ Python subclass :class:`onlinekernel.FeatureMap` instead and run through
 :class:`PyFeatureMapAdapter`.
 """
 import numpy as np
+
+from onlinekernel._params import params_eq, params_hash, params_repr
 cimport numpy as cnp
 from libc.stdint cimport uint64_t
 
@@ -111,15 +113,13 @@ cdef class CyFeatureMap:
             self.bind(d)
 
     def __eq__(self, other):
-        return (type(self) is type(other) and self.get_params() == other.get_params()
-                and self.n_features_in == other.n_features_in)
+        return params_eq(self, other) and self.n_features_in == other.n_features_in
 
     def __hash__(self):
-        return hash((type(self), tuple(sorted(self.get_params().items()))))
+        return params_hash(self)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+        return params_repr(self)
 
 
 cdef class PyFeatureMapAdapter(CyFeatureMap):

@@ -18,6 +18,8 @@ Both kinds expose the same Python-level interface, vectorised over rows:
 ``multiclass_loss()`` and ``get_params()`` tell the estimators how to use it.
 """
 import numpy as np
+
+from onlinekernel._params import params_eq, params_hash, params_repr
 cimport numpy as cnp
 
 cnp.import_array()
@@ -133,14 +135,13 @@ cdef class CyLoss:
             self.__init__(**state)
 
     def __eq__(self, other):
-        return type(self) is type(other) and self.get_params() == other.get_params()
+        return params_eq(self, other)
 
     def __hash__(self):
-        return hash((type(self), tuple(sorted(self.get_params().items()))))
+        return params_hash(self)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+        return params_repr(self)
 
 
 cdef class CyScalarLoss(CyLoss):

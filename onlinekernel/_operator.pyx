@@ -35,6 +35,8 @@ Subclasses implement the ``nogil`` methods declared in ``_operator.pxd``;
 ``work_size(n, M)`` how much scratch the methods need.
 """
 import numpy as np
+
+from onlinekernel._params import params_eq, params_hash, params_repr
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t, int64_t
@@ -168,14 +170,13 @@ cdef class CyOperatorObjective:
             self.__init__(**state)
 
     def __eq__(self, other):
-        return type(self) is type(other) and self.get_params() == other.get_params()
+        return params_eq(self, other)
 
     def __hash__(self):
-        return hash((type(self), tuple(sorted(self.get_params().items()))))
+        return params_hash(self)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+        return params_repr(self)
 
 
 # ---------------------------------------------------------------------- #

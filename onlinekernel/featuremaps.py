@@ -41,14 +41,14 @@ Laplace distribution, drawn as ``z1 z2 - z3 z4`` from four standard normals
 True
 """
 from abc import ABC, abstractmethod
-import inspect
 
 from onlinekernel import _random
+from onlinekernel._params import ParamsMixin
 
 __all__ = ["FeatureMap"]
 
 
-class FeatureMap(ABC):
+class FeatureMap(ParamsMixin, ABC):
     """A random-feature map written in Python.
 
     Parameters
@@ -120,20 +120,3 @@ class FeatureMap(ABC):
     def signs(seed, block, stream, n):
         """``n`` random signs (+1.0 / -1.0) from stream ``(seed, block, stream)``."""
         return _random.signs(seed, block, stream, n)
-
-    def get_params(self):
-        """Constructor parameters, read from attributes of the same names."""
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"
-                and sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                   inspect.Parameter.VAR_KEYWORD)}
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.get_params() == other.get_params()
-
-    def __hash__(self):
-        return hash((type(self), tuple(sorted(self.get_params().items()))))
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"

@@ -32,12 +32,13 @@ A Cauchy (Lorentzian) regression loss, robust to outliers:
 (2,)
 """
 from abc import ABC, abstractmethod
-import inspect
+
+from onlinekernel._params import ParamsMixin
 
 __all__ = ["Loss"]
 
 
-class Loss(ABC):
+class Loss(ParamsMixin, ABC):
     """A loss written in Python, vectorised over the rows of a mini-batch.
 
     Attributes to set on a subclass:
@@ -75,20 +76,3 @@ class Loss(ABC):
     def multiclass_loss(self):
         """The loss used for more than two classes (default: self, one-vs-rest)."""
         return self
-
-    def get_params(self):
-        """Constructor parameters, read from attributes of the same names."""
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"
-                and sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                   inspect.Parameter.VAR_KEYWORD)}
-
-    def __eq__(self, other):
-        return type(self) is type(other) and self.get_params() == other.get_params()
-
-    def __hash__(self):
-        return hash((type(self), tuple(sorted(self.get_params().items()))))
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"

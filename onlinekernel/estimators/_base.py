@@ -117,30 +117,17 @@ class BaseDSG(BaseEstimator):
     # them (JSON-able values or numeric arrays) and refuse to save others.
     _extra_state = ()
 
-    def __init__(self, loss, kernel, *, gamma, degree, coef0, kernel_params, alpha,
-                 fit_intercept, batch_size, block_size, max_blocks, learning_rate, eta0, t0,
-                 n_epochs, shuffle, average, random_state, warm_start, cache_bytes):
-        # defaults live in the public subclasses' signatures (one place each)
-        self.loss = loss
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.batch_size = batch_size
-        self.block_size = block_size
-        self.max_blocks = max_blocks
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.t0 = t0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.average = average
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.cache_bytes = cache_bytes
+    def _store_params(self, params):
+        """Keep the constructor's arguments as given (scikit-learn's convention).
+
+        Each public estimator's ``__init__`` declares its parameters and
+        defaults and calls ``self._store_params(locals())`` first thing.
+        Parameters an estimator derives instead (``loss`` of the quantile or
+        novelty models, say) are properties or class attributes there.
+        """
+        for name, value in params.items():
+            if name != "self":
+                setattr(self, name, value)
 
     # ------------------------------------------------------------------ #
     # parameters

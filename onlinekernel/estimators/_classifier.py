@@ -142,12 +142,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                  block_size=256, max_blocks=16, learning_rate="inverse", eta0=512.0, t0=100.0,
                  n_epochs=5, shuffle=True, average=False, random_state=None,
                  warm_start=False, cache_bytes=64 * 2 ** 20):
-        super().__init__(loss, kernel, gamma=gamma, degree=degree, coef0=coef0,
-                         kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
-                         batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
-                         learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
-                         shuffle=shuffle, average=average, random_state=random_state, warm_start=warm_start,
-                         cache_bytes=cache_bytes)
+        self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):
         check_classification_targets(y)

@@ -253,18 +253,15 @@ class DSGDensityRatio(BaseDSG):
     # the running sums behind kl_divergence_ are state too (model files keep them)
     _extra_state = ("kl_divergence_", "_kl_sums")
     _gamma_rules = ("median", "scale")
+    # the objective is fixed; the base machinery reads ``loss``
+    loss = _LOSS
 
     def __init__(self, kernel="gaussian", *, gamma="median", degree=3, coef0=0.0,
                  kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=100.0,
                  n_epochs=10, shuffle=True, average=True, random_state=None,
                  warm_start=False, cache_bytes=64 * 2 ** 20):
-        super().__init__(_LOSS, kernel, gamma=gamma, degree=degree, coef0=coef0,
-                         kernel_params=kernel_params, alpha=alpha, fit_intercept=fit_intercept,
-                         batch_size=batch_size, block_size=block_size, max_blocks=max_blocks,
-                         learning_rate=learning_rate, eta0=eta0, t0=t0, n_epochs=n_epochs,
-                         shuffle=shuffle, average=average, random_state=random_state,
-                         warm_start=warm_start, cache_bytes=cache_bytes)
+        self._store_params(locals())
 
     # ------------------------------------------------------------------ #
     # input

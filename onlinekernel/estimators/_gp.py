@@ -234,28 +234,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                  learning_rate="constant", eta0=1.0, t0=100.0, n_epochs=20, shuffle=True,
                  average=False, random_state=None, warm_start=False,
                  cache_bytes=64 * 2 ** 20):
-        # no super().__init__: loss and fit_intercept are properties, there is no alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.noise_variance = noise_variance
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.solver = solver
-        self.variance_blocks = variance_blocks
-        self.center_y = center_y
-        self.batch_size = batch_size
-        self.block_size = block_size
-        self.max_blocks = max_blocks
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.t0 = t0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.average = average
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.cache_bytes = cache_bytes
+        self._store_params(locals())
 
     # The base machinery reads these two; here they follow from the model.  There
     # is no ``alpha``: the penalty nu = noise_variance / n follows the data seen.

@@ -157,25 +157,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
                  learning_rate="inverse", eta0=0.2, t0=20.0, n_epochs=20, shuffle=True,
                  average=False, random_state=None, warm_start=False,
                  cache_bytes=64 * 2 ** 20):
-        # no super().__init__: loss, alpha and fit_intercept are properties
-        self.nu = nu
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.batch_size = batch_size
-        self.block_size = block_size
-        self.max_blocks = max_blocks
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.t0 = t0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.average = average
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.cache_bytes = cache_bytes
+        self._store_params(locals())
 
     # The base machinery reads these three; here they follow from nu.
     @property

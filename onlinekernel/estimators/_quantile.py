@@ -99,27 +99,7 @@ class DSGQuantileRegressor(BaseDSG):
                  batch_size=64, block_size=256, max_blocks=16, learning_rate="inverse",
                  eta0=2.0, t0=50.0, n_epochs=10, shuffle=True, average=True,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20):
-        # no super().__init__: the loss is a property of quantiles
-        self.quantiles = quantiles
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.batch_size = batch_size
-        self.block_size = block_size
-        self.max_blocks = max_blocks
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.t0 = t0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.average = average
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.cache_bytes = cache_bytes
+        self._store_params(locals())
 
     @property
     def loss(self):

@@ -17,3 +17,9 @@ cdef class CyFeatureMap:
     # out[i, :] = features of row i of X (n rows, leading dimension ldx); out is n x F.
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil
+    # The same in single precision, for float32 models: params are the block's
+    # generated parameters rounded to float, work holds work_per_row floats a
+    # row.  The base class widens to double and calls transform (correct, not
+    # fast); maps with a native float path override it.
+    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
+                            Py_ssize_t ldx, float* out, float* work) noexcept nogil

@@ -19,6 +19,7 @@ import numpy as np
 from onlinekernel._params import params_eq, params_hash, params_repr
 cimport numpy as cnp
 from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
 
 cnp.import_array()
 
@@ -43,6 +44,38 @@ cdef class CyFeatureMap:
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
         pass
+
+    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
+                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
+        # Reference path for maps without a float kernel: widen, evaluate, narrow.
+        cdef Py_ssize_t d = self.n_features_in, F = self.n_components
+        cdef Py_ssize_t P = self.param_size, W = self.work_per_row
+        cdef Py_ssize_t i, k
+        cdef double* buf = <double*>malloc((max(1, P) + n * d + n * F + max(1, n * W))
+                                           * sizeof(double))
+        cdef double* p = buf
+        cdef double* x = p + max(1, P)
+        cdef double* o = x + n * d
+        cdef double* w = o + n * F
+        if buf == NULL:
+            # Out of memory inside a nogil kernel: report through the pending
+            # error like a failed Python map, so the solver raises it.
+            with gil:
+                if self.pending is None:
+                    self.pending = MemoryError("transform_f32: out of memory")
+                self.failed = 1
+            for i in range(n * F):
+                out[i] = 0.0
+            return
+        for k in range(P):
+            p[k] = params[k]
+        for i in range(n):
+            for k in range(d):
+                x[i * d + k] = X[i * ldx + k]
+        self.transform(p, x, n, d, o, w)
+        for i in range(n * F):
+            out[i] = <float>o[i]
+        free(buf)
 
     def _sizes(self, Py_ssize_t n_features_in):
         """Return ``(param_size, work_per_row)`` for input dimension ``d``."""
@@ -79,9 +112,17 @@ cdef class CyFeatureMap:
         self.raise_pending()
         return out
 
-    def transform_block(self, uint64_t seed, uint64_t block, X):
-        """Features of block ``block`` on the rows of ``X``, shape ``(n, F)``."""
+    def transform_block(self, uint64_t seed, uint64_t block, X, dtype=np.float64):
+        """Features of block ``block`` on the rows of ``X``, shape ``(n, F)``.
+
+        With ``dtype=np.float32`` the block is evaluated by the map's float
+        kernel (``transform_f32``) on the parameters rounded to float.
+        """
         self._require_bound()
+        if np.dtype(dtype) == np.float32:
+            return self._transform_block_f32(seed, block, X)
+        if np.dtype(dtype) != np.float64:
+            raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
         Xc = np.ascontiguousarray(X, dtype=np.float64)
         if Xc.ndim != 2 or Xc.shape[1] != self.n_features_in:
             raise ValueError(f"X must have shape (n, {self.n_features_in}), got {Xc.shape}")
@@ -96,6 +137,24 @@ cdef class CyFeatureMap:
         if n:
             with nogil:
                 self.transform(&p_[0], &x_[0, 0], n, x_.shape[1], &o_[0, 0], &w_[0])
+        self.raise_pending()
+        return out
+
+    def _transform_block_f32(self, uint64_t seed, uint64_t block, X):
+        Xc = np.ascontiguousarray(X, dtype=np.float32)
+        if Xc.ndim != 2 or Xc.shape[1] != self.n_features_in:
+            raise ValueError(f"X must have shape (n, {self.n_features_in}), got {Xc.shape}")
+        params = self.generate_block(seed, block).astype(np.float32)
+        cdef Py_ssize_t n = Xc.shape[0]
+        out = np.zeros((n, self.n_components), dtype=np.float32)
+        work = np.zeros(max(1, n * self.work_per_row), dtype=np.float32)
+        cdef const float[:, ::1] x_ = Xc
+        cdef float[:, ::1] o_ = out
+        cdef float[::1] p_ = params if self.param_size else np.zeros(1, dtype=np.float32)
+        cdef float[::1] w_ = work
+        if n:
+            with nogil:
+                self.transform_f32(&p_[0], &x_[0, 0], n, x_.shape[1], &o_[0, 0], &w_[0])
         self.raise_pending()
         return out
 

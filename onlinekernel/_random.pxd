@@ -25,3 +25,5 @@ cdef extern from "src/okcore.h" nogil:
     double ok_sin(double x)
     void ok_cos_tile(double* z, int64_t n, int64_t m, int64_t ld, const double* bias,
                      double scale, int shift)
+    void ok_cos_tile_f32(float* z, int64_t n, int64_t m, int64_t ld, const float* bias,
+                         float scale, int shift)

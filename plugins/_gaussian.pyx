@@ -4,8 +4,8 @@ import numpy as np
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
-from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile
-from onlinekernel._linalg cimport gemm_rm
+from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile, ok_cos_tile_f32
+from onlinekernel._linalg cimport gemm_rm, gemm_rm_f32
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -82,6 +82,19 @@ cdef class Gaussian(CyFeatureMap):
         else:
             gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
             ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+
+    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
+                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
+        cdef int d = <int>self.n_features_in, F = <int>self.n_components
+        cdef int h = F // 2
+        if self.pairs:
+            gemm_rm_f32(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
+            gemm_rm_f32(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out + h, F)
+            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
+            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
+        else:
+            gemm_rm_f32(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
+            ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""

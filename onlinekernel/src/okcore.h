@@ -355,6 +355,24 @@ static void ok_cos_tile(double *z, int64_t n, int64_t m, int64_t ld, const doubl
     }
 }
 
+/*
+ * Single-precision twin of ok_cos_tile for float32 models: the same contract
+ * on a float tile.  Reference version (through the double kernel).
+ */
+__attribute__((unused))
+static void ok_cos_tile_f32(float *z, int64_t n, int64_t m, int64_t ld, const float *bias,
+                            float scale, int shift)
+{
+    int64_t i, k;
+    for (i = 0; i < n; i++) {
+        float *row = z + i * ld;
+        for (k = 0; k < m; k++) {
+            double x = (double)row[k] + (bias ? (double)bias[k] : 0.0);
+            row[k] = (float)((double)scale * (shift == 3 ? ok_sin(x) : ok_cos(x)));
+        }
+    }
+}
+
 /* Publish a freshly generated cache block: store `desired` into *slot if it is
  * still NULL.  Returns the pointer that ends up in the slot (another thread's
  * if it won the race; the caller then frees its own copy). */

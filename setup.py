@@ -6,7 +6,9 @@ seeded feature generation bit for bit identical across machines.
 A machine-specific build is opt-in: ONLINEKERNEL_NATIVE=1 adds -march=native (opt-in).
 """
 import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 from Cython.Build import cythonize
@@ -36,10 +38,36 @@ else:
     if os.environ.get("ONLINEKERNEL_NATIVE", "") == "1":
         compile_args.append("-march=native")  # opt-in only (ONLINEKERNEL_NATIVE=1)
 
+
+
+def openmp_flags():
+    """``-fopenmp`` when the C compiler supports it (else the loops run on one thread).
+
+    ``ONLINEKERNEL_OPENMP=0`` turns it off.
+    """
+    if sys.platform == "win32":
+        return ["/openmp"], []
+    if os.environ.get("ONLINEKERNEL_OPENMP", "") == "0":
+        return [], []
+    import sysconfig
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "omp.c")
+        with open(src, "w") as f:
+            f.write("#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n")
+        try:
+            ok = subprocess.run(cc + ["-fopenmp", src, "-o", os.path.join(tmp, "omp")],
+                                capture_output=True).returncode == 0
+        except OSError:
+            ok = False
+    return (["-fopenmp"], ["-fopenmp"]) if ok else ([], [])
+
+
+omp_compile, omp_link = openmp_flags()
 extensions = [
     Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel"],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-              extra_compile_args=compile_args)
+              extra_compile_args=compile_args + omp_compile, extra_link_args=omp_link)
     for name, src in MODULES.items()
 ]
 

@@ -7,6 +7,9 @@ cdef class CyFeatureMap:
     cdef public Py_ssize_t n_features_in   # input dimension (d), set by bind()
     cdef public Py_ssize_t param_size      # doubles of parameters per block
     cdef public Py_ssize_t work_per_row    # doubles of scratch per row for transform()
+    # May the solver call transform from several threads at once (n_jobs)?
+    # True for compiled maps (their scratch is per call); False for Python maps.
+    cdef public bint parallel_safe
     # A map whose generate/transform can fail (Python maps) sets `failed`
     # and keeps the exception in `pending`; the solver then does not cache
     # the block and raises `pending` when the call returns (raise_pending).

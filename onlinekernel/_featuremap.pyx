@@ -35,6 +35,7 @@ cdef class CyFeatureMap:
         self.n_features_in = 0
         self.param_size = 0
         self.work_per_row = 0
+        self.parallel_safe = True
         self.failed = 0
         self.pending = None
 
@@ -195,6 +196,7 @@ cdef class PyFeatureMapAdapter(CyFeatureMap):
 
     def __init__(self, map_obj):
         super().__init__(map_obj.n_components)
+        self.parallel_safe = False  # every call takes the GIL
         self.map_obj = map_obj
         if map_obj.n_features_in:
             self.bind(map_obj.n_features_in)

@@ -10,6 +10,15 @@ Coefficients of ``M = n_blocks * F`` features with ``K`` outputs are stored as
 ``coef`` (rows ``j*F .. j*F+F-1`` belong to block ``j``) times a global
 ``scale``: shrinking every coefficient by ``(1 - step * alpha)`` is one
 multiplication of ``scale`` (the scikit-learn WeightVector trick).
+
+Every loop exists in float64 and float32 (the fused type ``real``): inputs,
+features, coefficients and the cache share the model's precision, while the
+loss, the intercept, the scale and the step sizes stay in double.
+
+``n_jobs`` threads (OpenMP) split the work so that every output is computed
+by one thread in a fixed order: prediction splits the rows into fixed tiles,
+a training step splits the blocks and sums their contributions in block
+order.  Results are therefore the same for any number of threads.
 """
 import threading
 
@@ -20,7 +29,8 @@ from libc.string cimport memcpy, memset
 from libc.stdint cimport uint64_t, int64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._loss cimport CyLoss
-from onlinekernel._linalg cimport gemm_rm
+from onlinekernel._linalg cimport real, gemm_rm, gemm_rm_f32
+from cython.parallel cimport prange, threadid
 
 cnp.import_array()
 
@@ -71,8 +81,8 @@ cdef extern from "src/okcore.h" nogil:
     void* ok_publish_ptr(void** slot, void* desired)
     void* ok_load_ptr(void** slot)
 
-# Rows evaluated per tile: the tile of features (TILE x F doubles) stays in
-# the core's L2 cache between the projection, the nonlinearity and the product.
+# Rows evaluated per tile: the tile of features (TILE x F values) stays in
+# the core's cache between the projection, the nonlinearity and the product.
 cdef enum:
     TILE = 128
 # The stored scale is folded back into the coefficients before it underflows.
@@ -81,27 +91,46 @@ cdef double MIN_SCALE = 1e-9
 cdef Py_ssize_t KEEP_BYTES = 32 * 2 ** 20
 
 
+def _threads(n_jobs):
+    """Threads for ``n_jobs`` (scikit-learn's convention: None is 1, -1 all cores)."""
+    import os
+    if n_jobs is None:
+        return 1
+    cores = os.cpu_count() or 1
+    n = int(n_jobs)
+    if n == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1")
+    return max(1, n if n > 0 else cores + 1 + n)
+
+
 cdef class BlockSource:
     """Parameters of the blocks of one model: cached while the budget lasts,
     regenerated from ``(seed, j)`` otherwise.
 
-    Blocks ``j < cache_slots`` are generated on first use and kept; later
-    blocks are regenerated on every use.  Concurrent readers are safe: a
-    block is published atomically once generated.
+    Blocks ``j < cache_slots`` are generated on first use and kept, in the
+    model's precision (``dtype``: generated in double, rounded once for a
+    float32 model); later blocks are regenerated on every use.  Concurrent
+    readers are safe: a block is published atomically once generated.
     """
     cdef readonly CyFeatureMap fmap
     cdef readonly uint64_t seed
     cdef readonly Py_ssize_t cache_slots
     cdef readonly Py_ssize_t param_size
+    cdef readonly bint single
     cdef void** slots
 
-    def __cinit__(self, CyFeatureMap fmap, uint64_t seed, Py_ssize_t cache_bytes):
+    def __cinit__(self, CyFeatureMap fmap, uint64_t seed, Py_ssize_t cache_bytes,
+                  dtype=np.float64):
         if fmap.n_features_in < 1:
             raise ValueError("the feature map must be bound to an input dimension")
+        dt = np.dtype(dtype)
+        if dt != np.float64 and dt != np.float32:
+            raise ValueError(f"dtype must be float32 or float64, got {dt}")
+        self.single = dt == np.float32
         self.fmap = fmap
         self.seed = seed
         self.param_size = fmap.param_size
-        bytes_per_block = max(1, self.param_size) * 8
+        bytes_per_block = max(1, self.param_size) * (4 if self.single else 8)
         self.cache_slots = min(max(0, cache_bytes) // bytes_per_block, 1 << 20)
         self.slots = NULL
         if self.cache_slots:
@@ -117,6 +146,11 @@ cdef class BlockSource:
             free(self.slots)
 
     @property
+    def dtype(self):
+        """Precision of the model's features and coefficients."""
+        return np.dtype(np.float32 if self.single else np.float64)
+
+    @property
     def n_cached(self):
         """Number of blocks currently held in the cache."""
         cdef Py_ssize_t j, c = 0
@@ -125,125 +159,209 @@ cdef class BlockSource:
                 c += 1
         return c
 
-    cdef const double* get(self, Py_ssize_t j, double* scratch) noexcept nogil:
+    cdef void _fill(self, Py_ssize_t j, void* out, double* scratch64) noexcept nogil:
+        """Generate block j into out, in the model's precision."""
+        cdef Py_ssize_t i
+        cdef float* o
+        if not self.single:
+            self.fmap.generate(self.seed, j, <double*>out)
+            return
+        self.fmap.generate(self.seed, j, scratch64)
+        o = <float*>out
+        for i in range(self.param_size):
+            o[i] = <float>scratch64[i]
+
+    cdef const void* get(self, Py_ssize_t j, void* scratch, double* scratch64) noexcept nogil:
+        """Block j's parameters: the cached copy, or generated into scratch.
+
+        ``scratch`` holds param_size values of the model's precision;
+        ``scratch64`` param_size doubles (used by float32 models only).
+        """
         cdef void* p
         cdef void* won
+        cdef size_t nbytes = max(1, self.param_size) * (4 if self.single else 8)
         if j < self.cache_slots:
             p = ok_load_ptr(&self.slots[j])
             if p != NULL:
-                return <const double*>p
-            p = malloc(max(1, self.param_size) * sizeof(double))
+                return p
+            p = malloc(nbytes)
             if p != NULL:
-                self.fmap.generate(self.seed, j, <double*>p)
+                self._fill(j, p, scratch64)
                 if self.fmap.failed:  # never cache a block whose generation failed
-                    memcpy(scratch, p, max(1, self.param_size) * sizeof(double))
+                    memcpy(scratch, p, nbytes)
                     free(p)
                     return scratch
                 won = ok_publish_ptr(&self.slots[j], p)
                 if won != p:
                     free(p)
-                return <const double*>won
-        self.fmap.generate(self.seed, j, scratch)
+                return won
+        self._fill(j, scratch, scratch64)
         return scratch
 
 
-cdef class _Work:
-    """Scratch buffers of one solver call (freed when the call ends)."""
-    cdef double* params
-    cdef double* phi
-    cdef double* work
+cdef struct Work:
+    # Scratch of one thread: a block's parameters, one tile of features and
+    # the map's per-row work space, in the model's precision.
+    void* params
+    double* params64
+    void* phi
+    void* work
 
-    def __cinit__(self, CyFeatureMap fmap):
-        self.params = <double*>malloc(max(1, fmap.param_size) * sizeof(double))
-        self.phi = <double*>malloc(TILE * fmap.n_components * sizeof(double))
-        self.work = <double*>malloc(max(1, TILE * fmap.work_per_row) * sizeof(double))
-        if self.params == NULL or self.phi == NULL or self.work == NULL:
+
+cdef class _Workspace:
+    """One Work per thread for one solver call (freed when the call ends)."""
+    cdef Work* w
+    cdef int n
+
+    def __cinit__(self, BlockSource src, int n_threads, Py_ssize_t rows=TILE):
+        cdef CyFeatureMap fmap = src.fmap
+        cdef size_t item = 4 if src.single else 8
+        cdef int t
+        self.n = n_threads
+        self.w = <Work*>calloc(n_threads, sizeof(Work))
+        if self.w == NULL:
             raise MemoryError()
+        for t in range(n_threads):
+            self.w[t].params = malloc(max(1, fmap.param_size) * item)
+            self.w[t].params64 = <double*>malloc(max(1, fmap.param_size) * sizeof(double))
+            self.w[t].phi = malloc(max(1, rows * fmap.n_components) * item)
+            self.w[t].work = malloc(max(1, rows * fmap.work_per_row) * item)
+            if (self.w[t].params == NULL or self.w[t].params64 == NULL
+                    or self.w[t].phi == NULL or self.w[t].work == NULL):
+                raise MemoryError()
 
     def __dealloc__(self):
-        free(self.params)
-        free(self.phi)
-        free(self.work)
+        cdef int t
+        if self.w != NULL:
+            for t in range(self.n):
+                free(self.w[t].params)
+                free(self.w[t].params64)
+                free(self.w[t].phi)
+                free(self.w[t].work)
+            free(self.w)
 
 
-cdef void _accumulate(BlockSource src, _Work w, const double* X, Py_ssize_t n, Py_ssize_t d,
-                      const double* coef, Py_ssize_t K, Py_ssize_t n_blocks,
-                      double* acc, double* keep) noexcept nogil:
-    """acc (n x K) += sum over blocks j of Phi_j(X) coef_j, tile by tile.
+cdef inline void _transform(CyFeatureMap fmap, const real* p, const real* X, Py_ssize_t n,
+                            Py_ssize_t d, real* out, real* work) noexcept nogil:
+    if real is float:
+        fmap.transform_f32(p, X, n, d, out, work)
+    else:
+        fmap.transform(p, X, n, d, out, work)
 
-    With ``keep`` (room for n_blocks x n x F doubles) each block's features
-    are written there instead of to the tile buffer, for the gradient that
-    follows in the same training step.
+
+cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, double alpha, const real* A,
+                       int lda, const real* B, int ldb, double beta, real* C,
+                       int ldc) noexcept nogil:
+    if real is float:
+        gemm_rm_f32(ta, tb, m, n, k, <float>alpha, A, lda, B, ldb, <float>beta, C, ldc)
+    else:
+        gemm_rm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+
+
+cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const real* X,
+                           Py_ssize_t n, Py_ssize_t d, const real* coef_j, Py_ssize_t K,
+                           real* acc, real* keep) noexcept nogil:
+    """acc (n x K) += Phi(X) coef_j for one block, TILE rows at a time.
+
+    With ``keep`` (room for n x F values) the features are written there, for
+    the gradient that follows in the same training step.
     """
-    cdef Py_ssize_t F = src.fmap.n_components
-    cdef Py_ssize_t j, r0, rows
-    cdef const double* p
-    cdef double* phi
-    for j in range(n_blocks):
-        p = src.get(j, w.params)
-        r0 = 0
-        while r0 < n:
-            rows = min(<Py_ssize_t>TILE, n - r0)
-            phi = keep + (j * n + r0) * F if keep != NULL else w.phi
-            src.fmap.transform(p, X + r0 * d, rows, d, phi, w.work)
-            gemm_rm(False, False, <int>rows, <int>K, <int>F, 1.0, phi, <int>F,
-                    coef + j * F * K, <int>K, 1.0, acc + r0 * K, <int>K)
-            r0 += rows
-
-
-cdef void _block_gradient(BlockSource src, _Work w, Py_ssize_t j, const double* X,
-                          Py_ssize_t n, Py_ssize_t d, const double* G, Py_ssize_t K,
-                          double c, double* coef_j) noexcept nogil:
-    """coef_j (F x K) += c * Phi_j(X)^T G."""
-    cdef Py_ssize_t F = src.fmap.n_components
+    cdef Py_ssize_t F = fmap.n_components
     cdef Py_ssize_t r0 = 0, rows
-    cdef const double* p = src.get(j, w.params)
+    cdef real* phi
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
-        src.fmap.transform(p, X + r0 * d, rows, d, w.phi, w.work)
-        gemm_rm(True, False, <int>F, <int>K, <int>rows, c, w.phi, <int>F,
-                G + r0 * K, <int>K, 1.0, coef_j, <int>K)
+        phi = keep + r0 * F if keep != NULL else <real*>w.phi
+        _transform(fmap, p, X + r0 * d, rows, d, phi, <real*>w.work)
+        _gemm(False, False, <int>rows, <int>K, <int>F, 1.0, phi, <int>F, coef_j, <int>K,
+              1.0, acc + r0 * K, <int>K)
         r0 += rows
 
 
-def predict_raw(BlockSource src, const double[:, ::1] X, const double[:, ::1] coef,
-                Py_ssize_t n_blocks, double scale, const double[::1] intercept):
-    """Raw outputs ``intercept + scale * sum_j Phi_j(X) coef_j``, shape ``(n, K)``.
+cdef void _block_gradient(CyFeatureMap fmap, const real* p, Work* w, const real* X,
+                          Py_ssize_t n, Py_ssize_t d, const real* G, Py_ssize_t K,
+                          double c, real* coef_j) noexcept nogil:
+    """coef_j (F x K) += c * Phi(X)^T G for one block."""
+    cdef Py_ssize_t F = fmap.n_components
+    cdef Py_ssize_t r0 = 0, rows
+    while r0 < n:
+        rows = min(<Py_ssize_t>TILE, n - r0)
+        _transform(fmap, p, X + r0 * d, rows, d, <real*>w.phi, <real*>w.work)
+        _gemm(True, False, <int>F, <int>K, <int>rows, c, <real*>w.phi, <int>F,
+              G + r0 * K, <int>K, 1.0, coef_j, <int>K)
+        r0 += rows
+
+
+cdef int _n_threads(BlockSource src, int n_threads, Py_ssize_t work_items):
+    # A Python feature map holds the GIL in every call: one thread.
+    if not src.fmap.parallel_safe:
+        return 1
+    return <int>max(1, min(<Py_ssize_t>n_threads, work_items))
+
+
+def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
+                Py_ssize_t n_blocks, double scale, const double[::1] intercept,
+                int n_jobs=1):
+    """Raw outputs ``intercept + scale * sum_j Phi_j(X) coef_j``, float64 ``(n, K)``.
 
     Algorithm 2 of Dai et al.: every block is taken from the cache or
-    regenerated from its key, evaluated tile by tile and accumulated; the
-    block's features are never stored beyond one tile.
+    regenerated from its key once, then evaluated on fixed tiles of rows
+    (split among ``n_jobs`` threads) and accumulated; the block's features
+    are never stored beyond one tile.  Each row is computed by one thread
+    in block order, so the result does not depend on ``n_jobs``.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = coef.shape[1]
-    cdef Py_ssize_t i, c
-    if d != src.fmap.n_features_in:
-        raise ValueError(f"X has {d} features, the feature map expects {src.fmap.n_features_in}")
-    if n_blocks < 0 or n_blocks * src.fmap.n_components > coef.shape[0]:
+    cdef Py_ssize_t i, c, j, t, n_tiles, r0
+    cdef CyFeatureMap fmap = src.fmap
+    cdef size_t item = sizeof(real)
+    if d != fmap.n_features_in:
+        raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
+    if n_blocks < 0 or n_blocks * fmap.n_components > coef.shape[0]:
         raise ValueError("coef holds fewer rows than n_blocks * n_components")
     if intercept.shape[0] != K:
         raise ValueError(f"intercept has {intercept.shape[0]} values for {K} outputs")
-    out = np.zeros((n, K), dtype=np.float64)
+    if (sizeof(real) == 4) != src.single:
+        raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
+    if n_jobs < 1:
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+    n_tiles = (n + TILE - 1) // TILE
+    cdef int nt = _n_threads(src, n_jobs, n_tiles)
+    acc_arr = np.zeros((n, K), dtype=src.dtype)
+    cdef real[:, ::1] acc = acc_arr
+    out = np.empty((n, K), dtype=np.float64)
     cdef double[:, ::1] o = out
-    cdef _Work w = _Work(src.fmap)
+    cdef _Workspace ws = _Workspace(src, nt)
+    cdef const real* p
+    cdef real* acc0 = &acc[0, 0] if n else NULL
+    cdef const real* X0 = &X[0, 0] if n else NULL
+    cdef const real* C0 = &coef[0, 0] if coef.shape[0] else NULL
     if n and n_blocks:
         with _one_blas_thread():
             with nogil:
-                _accumulate(src, w, &X[0, 0], n, d, &coef[0, 0], K, n_blocks, &o[0, 0], NULL)
-    src.fmap.raise_pending()
+                for j in range(n_blocks):
+                    # fetched once, shared by the threads (a regenerated block
+                    # lives in thread 0's scratch for the whole block)
+                    p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
+                    for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
+                        r0 = t * TILE
+                        _tile_accumulate(fmap, p, &ws.w[threadid()], X0 + r0 * d,
+                                         min(<Py_ssize_t>TILE, n - r0), d, C0 + j * fmap.n_components * K,
+                                         K, acc0 + r0 * K, <real*>NULL)
+    fmap.raise_pending()
     with nogil:
         for i in range(n):
             for c in range(K):
-                o[i, c] = intercept[c] + scale * o[i, c]
+                o[i, c] = intercept[c] + scale * acc[i, c]
     return out
 
 
-def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const double[:, ::1] Y,
+def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
                 const double[::1] sample_weight, const int64_t[::1] order,
                 Py_ssize_t batch_size, const double[::1] step_sizes, double alpha,
                 Py_ssize_t max_blocks, bint fit_intercept,
-                double[:, ::1] coef, double[::1] intercept, double[::1] scale,
-                int64_t[::1] counters, double[:, ::1] coef_avg=None,
-                double[::1] intercept_avg=None, int64_t avg_start=-1):
+                real[:, ::1] coef, double[::1] intercept, double[::1] scale,
+                int64_t[::1] counters, real[:, ::1] coef_avg=None,
+                double[::1] intercept_avg=None, int64_t avg_start=-1, int n_jobs=1):
     """Run ``len(step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
 
     Step ``s`` takes rows ``order[s*B : (s+1)*B]`` and
@@ -263,15 +381,19 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
          new iterate into the running means ``coef_avg`` and ``intercept_avg``
          (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
 
-    ``coef`` (and ``coef_avg``) must have room for every block the call may
-    add.  ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``)
-    are updated in place.
+    ``X``, ``coef`` and ``coef_avg`` have the model's dtype; ``coef`` (and
+    ``coef_avg``) must have room for every block the call may add.
+    ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``) are
+    updated in place.  ``n_jobs`` threads share the blocks of each step; the
+    result does not depend on their number.
     """
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t B = batch_size
+    if (sizeof(real) == 4) != src.single:
+        raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
     if d != fmap.n_features_in:
         raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
     if B < 1 or n_steps * B < n_rows or (n_steps - 1) * B >= n_rows > 0:
@@ -284,7 +406,7 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
     if Y.shape[0] != X.shape[0] or m != loss.n_targets(K):
         raise ValueError(f"Y has shape {(Y.shape[0], m)}; the loss needs {X.shape[0]} rows of "
                          f"{loss.n_targets(K)} target columns for {K} outputs")
-    if order.shape[0] and (np.min(order) < 0 or np.max(order) >= X.shape[0]):
+    if n_rows and (np.min(order) < 0 or np.max(order) >= X.shape[0]):
         raise ValueError("order holds row indices outside X")
     if sample_weight.shape[0] != X.shape[0]:
         raise ValueError("sample_weight needs one weight per row of X")
@@ -295,49 +417,69 @@ def train_steps(BlockSource src, CyLoss loss, const double[:, ::1] X, const doub
                            or intercept_avg.shape[0] != K):
         raise ValueError("averaging needs coef_avg and intercept_avg shaped like coef and "
                          "intercept")
+    if n_jobs < 1:
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
 
-    Xb_arr = np.empty((B, d), dtype=np.float64)
-    Yb_arr = np.empty((B, m), dtype=np.float64)
-    U_arr = np.empty((B, K), dtype=np.float64)
-    G_arr = np.empty((B, K), dtype=np.float64)
-    cdef double[:, ::1] Xb = Xb_arr
-    cdef double[:, ::1] Yb = Yb_arr
-    cdef double[:, ::1] U = U_arr
-    cdef double[:, ::1] G = G_arr
-    cdef _Work w = _Work(fmap)
+    cdef Py_ssize_t nb_max = min(B, max(1, n_rows))
+    # Every block a step evaluates: max_blocks, or more when the model already
+    # has more blocks than its (lowered) budget.
+    cdef Py_ssize_t keep_blocks = max(counters[0], final_blocks)
+    dt = src.dtype
+    Xb_arr = np.empty((nb_max, d), dtype=dt)
+    Yb_arr = np.empty((nb_max, m), dtype=np.float64)
+    U_arr = np.empty((nb_max, K), dtype=np.float64)
+    G_arr = np.empty((nb_max, K), dtype=np.float64)
+    Gr_arr = np.empty((nb_max, K), dtype=dt)
+    # each block's contribution to the batch's outputs, summed in block order
+    parts_arr = np.empty(max(1, keep_blocks * nb_max * K), dtype=dt)
     # Once the budget is full a step evaluates every block twice (predict,
     # then gradient); keeping the batch's features between the two halves
     # saves the second evaluation when they fit in KEEP_BYTES.
-    # The buffer holds every block a kept step evaluates: max_blocks, or more
-    # when the model already has more blocks than its (lowered) budget.
     keep_arr = None
-    cdef Py_ssize_t keep_blocks = max(counters[0], final_blocks)
-    if keep_blocks <= KEEP_BYTES // (8 * B * F):
-        keep_arr = np.empty(max(1, keep_blocks * B * F), dtype=np.float64)
+    if keep_blocks <= KEEP_BYTES // (dt.itemsize * nb_max * F):
+        keep_arr = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
+    cdef int nt = _n_threads(src, n_jobs, keep_blocks)
+    cdef _Workspace ws = _Workspace(src, nt, min(nb_max, <Py_ssize_t>TILE))
+    cdef real[:, ::1] Xb = Xb_arr
+    cdef real[:, ::1] Gr = Gr_arr
+    cdef real[::1] parts = parts_arr
+    cdef real[::1] keep = keep_arr
+    cdef double[:, ::1] Yb = Yb_arr
+    cdef double[:, ::1] U = U_arr
+    cdef double[:, ::1] G = G_arr
     with _one_blas_thread():
         try:
             _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,
-                        max_blocks, fit_intercept, coef, intercept, scale, counters, Xb, Yb,
-                        U, G, w, coef_avg, intercept_avg, avg_start, keep_arr)
+                        max_blocks, fit_intercept, coef, intercept, scale, counters,
+                        Xb, Yb, U, G, Gr, parts, ws, nt,
+                        coef_avg, intercept_avg, avg_start, keep)
         finally:
-            src.fmap.raise_pending()
+            fmap.raise_pending()
 
 
-cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const double[:, ::1] Y,
+cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
                  const double[::1] sample_weight, const int64_t[::1] order, Py_ssize_t B,
                  const double[::1] step_sizes, double alpha, Py_ssize_t max_blocks,
-                 bint fit_intercept, double[:, ::1] coef, double[::1] intercept,
-                 double[::1] scale, int64_t[::1] counters, double[:, ::1] Xb,
-                 double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, _Work w,
-                 double[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
-                 double[::1] keep_arr):
+                 bint fit_intercept, real[:, ::1] coef, double[::1] intercept,
+                 double[::1] scale, int64_t[::1] counters, real[:, ::1] Xb,
+                 double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, real[:, ::1] Gr,
+                 real[::1] parts, _Workspace ws, int nt,
+                 real[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
+                 real[::1] keep_arr):
+    cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
-    cdef Py_ssize_t K = coef.shape[1], F = src.fmap.n_components
+    cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
-    cdef double gamma, factor, cst, sc, inv
-    cdef double* keep = &keep_arr[0] if keep_arr is not None else NULL
-    cdef double* kept = NULL
+    cdef double gamma, factor, cst, sc, inv, acc
+    cdef real* keep = &keep_arr[0] if keep_arr is not None else NULL
+    cdef real* kept = NULL
+    cdef real* P = &parts[0]
+    cdef real* C0 = &coef[0, 0]
+    cdef real* XB = &Xb[0, 0]
+    cdef real* GR = &Gr[0, 0]
+    cdef const real* p
+    cdef Work* w
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
@@ -346,56 +488,66 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
         with nogil:
             for i in range(nb):
                 r = order[b0 + i]
-                memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(double))
+                memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(real))
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
-            memset(&U[0, 0], 0, nb * K * sizeof(double))
             # features are kept only when the step will need them again
             kept = keep if nblk >= max_blocks else NULL
-            if nblk:
-                _accumulate(src, w, &Xb[0, 0], nb, d, &coef[0, 0], K, nblk, &U[0, 0], kept)
+            # prediction half: block j's outputs into parts[j], in parallel
+            for j in prange(nblk, num_threads=nt, schedule="static"):
+                w = &ws.w[threadid()]
+                p = <const real*>src.get(j, w.params, w.params64)
+                memset(P + j * nb * K, 0, nb * K * sizeof(real))
+                _tile_accumulate(fmap, p, w, XB, nb, d, C0 + j * F * K, K, P + j * nb * K,
+                                 kept + j * nb * F if kept != NULL else <real*>NULL)
             for i in range(nb):
                 for c in range(K):
-                    U[i, c] = intercept[c] + sc * U[i, c]
+                    acc = 0.0
+                    for j in range(nblk):
+                        acc = acc + P[(j * nb + i) * K + c]
+                    U[i, c] = intercept[c] + sc * acc
             loss.batch_gradient(&Yb[0, 0], m, &U[0, 0], nb, K, &G[0, 0])
             for i in range(nb):
                 r = order[b0 + i]
                 for c in range(K):
                     G[i, c] *= sample_weight[r]
+                    Gr[i, c] = <real>G[i, c]
 
             gamma = step_sizes[s]
             factor = 1.0 - gamma * alpha
             if factor <= 0.0:
-                memset(&coef[0, 0], 0, nblk * F * K * sizeof(double))
+                memset(C0, 0, nblk * F * K * sizeof(real))
                 sc = 1.0
             else:
                 sc = sc * factor
                 if sc < MIN_SCALE:
                     for i in range(nblk * F):
                         for c in range(K):
-                            coef[i, c] *= sc
+                            coef[i, c] = <real>(coef[i, c] * sc)
                     sc = 1.0
 
             if nblk < max_blocks:
-                memset(&coef[nblk * F, 0], 0, F * K * sizeof(double))
+                memset(C0 + nblk * F * K, 0, F * K * sizeof(real))
                 cst = -gamma / (nb * F) / sc
-                _block_gradient(src, w, nblk, &Xb[0, 0], nb, d, &G[0, 0], K, cst,
-                                &coef[nblk * F, 0])
+                w = &ws.w[0]
+                p = <const real*>src.get(nblk, w.params, w.params64)
+                _block_gradient(fmap, p, w, XB, nb, d, GR, K, cst, C0 + nblk * F * K)
                 nblk += 1
             else:
                 cst = -gamma / (nb * F * nblk) / sc
-                for j in range(nblk):
+                for j in prange(nblk, num_threads=nt, schedule="static"):
                     if kept != NULL:
-                        gemm_rm(True, False, <int>F, <int>K, <int>nb, cst, kept + j * nb * F,
-                                <int>F, &G[0, 0], <int>K, 1.0, &coef[j * F, 0], <int>K)
+                        _gemm(True, False, <int>F, <int>K, <int>nb, cst, kept + j * nb * F,
+                              <int>F, GR, <int>K, 1.0, C0 + j * F * K, <int>K)
                     else:
-                        _block_gradient(src, w, j, &Xb[0, 0], nb, d, &G[0, 0], K, cst,
-                                        &coef[j * F, 0])
+                        w = &ws.w[threadid()]
+                        p = <const real*>src.get(j, w.params, w.params64)
+                        _block_gradient(fmap, p, w, XB, nb, d, GR, K, cst, C0 + j * F * K)
 
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
                                     factor if factor > 0.0 else 0.0)
         counters[1] += 1
-        if src.fmap.failed:
+        if fmap.failed:
             break  # a Python feature map failed: stop, the caller raises its error
         if avg_start >= 0 and counters[1] > avg_start:
             counters[2] += 1
@@ -403,7 +555,8 @@ cdef _train_loop(BlockSource src, CyLoss loss, const double[:, ::1] X, const dou
             with nogil:
                 for i in range(nblk * F):
                     for c in range(K):
-                        coef_avg[i, c] += (sc * coef[i, c] - coef_avg[i, c]) * inv
+                        coef_avg[i, c] = <real>(coef_avg[i, c]
+                                                + (sc * coef[i, c] - coef_avg[i, c]) * inv)
                 for c in range(K):
                     intercept_avg[c] += (intercept[c] - intercept_avg[c]) * inv
         scale[0] = sc

@@ -125,13 +125,14 @@ Numpy scalars are stored as the Python scalars of the same value.
     strings, ``feature_names_in_``) is in the header instead:
     ``{"dtype": "object", "shape": [n], "values": [...]}``.  The arrays are
 
-    * ``coef``: the used rows of ``_coef``, float64 of shape
+    * ``coef``: the used rows of ``_coef``, in the model's precision
+      (float64, or float32 for a ``dtype="float32"`` model), of shape
       ``(n_blocks_ * F, K)`` where ``F`` is the map's ``n_components``; row
       ``j * F + k`` is feature ``k`` of block ``j``.  The coefficients are
       ``_scale * coef``.
     * ``intercept``: float64, ``(K,)``.
     * ``coef_avg`` (only when averaging has produced a non-zero average):
-      the used rows of ``_coef_avg``, float64 ``(n_blocks_ * F, K)``;
+      the used rows of ``_coef_avg``, the dtype of ``coef``, ``(n_blocks_ * F, K)``;
       absent means zeros.
     * ``intercept_avg``: float64, ``(K,)``.
     * ``classes`` (classifiers): ``classes_`` with its own dtype, so
@@ -812,13 +813,13 @@ class _Context:
         return _build_plugin(tag, spec, what, self.source, more_keys=("$type",))
 
 
-def _float64(arrays, name, shape):
+def _float64(arrays, name, shape, dtype=np.float64):
     a = arrays.get(name)
     if a is None:
         raise ModelFileError(f"invalid model: array {name!r} is missing")
-    if a.dtype != np.float64 or a.shape != shape:
+    if a.dtype != dtype or a.shape != shape:
         raise ModelFileError(f"invalid model: array {name!r} is {a.dtype} of shape "
-                             f"{a.shape}, expected float64 of shape {shape}")
+                             f"{a.shape}, expected {np.dtype(dtype)} of shape {shape}")
     return a
 
 
@@ -882,9 +883,14 @@ def _build(header, payload, source):
     gamma = state["gamma_"]
     gamma = None if gamma is None else _real(_plain(gamma, "state gamma_"), "state gamma_")
     rows = ints["n_blocks_"] * fmap.n_components
-    coef = _float64(arrays, "coef", (rows, K))
-    coef_avg = (_float64(arrays, "coef_avg", (rows, K)) if "coef_avg" in arrays
-                else np.zeros((rows, K)))
+    # the model's precision is its coefficients' (float32 or float64 models)
+    dt = arrays["coef"].dtype if "coef" in arrays else np.dtype(np.float64)
+    if dt not in (np.float32, np.float64):
+        raise ModelFileError(f"invalid model: array 'coef' is {dt}, expected float32 or "
+                             f"float64")
+    coef = _float64(arrays, "coef", (rows, K), dt)
+    coef_avg = (_float64(arrays, "coef_avg", (rows, K), dt) if "coef_avg" in arrays
+                else np.zeros((rows, K), dtype=dt))
     new = {
         "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,
         "_coef": coef, "_scale": scale, "_intercept": _float64(arrays, "intercept", (K,)),
@@ -918,7 +924,7 @@ def _build(header, payload, source):
             raise ModelFileError(f"invalid model: {cls.__name__} keeps no attribute {name!r}")
         new[name] = _from_json(value, f"attribute {name}", ctx)
     try:
-        new["_blocks"] = BlockSource(fmap, seed, cache_bytes)
+        new["_blocks"] = BlockSource(fmap, seed, cache_bytes, dtype=dt)
     except (ValueError, OverflowError, MemoryError) as exc:
         raise ModelFileError(f"invalid model: {exc}") from None
     new["_built_from"] = (model.loss, model.kernel)

@@ -24,7 +24,7 @@ from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
 from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._random import words
 from onlinekernel._schedules import SCHEDULES, step_sizes
-from onlinekernel._solver import BlockSource, predict_raw, train_steps
+from onlinekernel._solver import BlockSource, _threads, predict_raw, train_steps
 from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 
@@ -34,6 +34,46 @@ _SHUFFLE_BLOCK = 1 << 62
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
+
+
+_DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
+
+
+def check_dtype(value):
+    """The numpy dtype of a ``dtype`` parameter: "float32" or "float64" (or their numpy types)."""
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        dt = None
+    if dt is None or isinstance(value, bool) or dt not in _DTYPES.values():
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {value!r}")
+    return dt
+
+
+def check_n_jobs(value):
+    """Number of threads of an ``n_jobs`` parameter (None: 1; -1: every core)."""
+    if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)
+                              or value == 0):
+        raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), "
+                         f"got {value!r}")
+    return _threads(value)
+
+
+def model_outputs(state, X, n_jobs=None, intercept=True):
+    """Raw outputs ``f(X)`` of the model held in ``state`` (a fitted estimator's dict).
+
+    Uses the averaged coefficients when averaging is on; ``X`` is converted to
+    the model's precision.  ``intercept=False`` leaves the intercept out.
+    """
+    if state["n_averaged_"]:
+        coef, scale, b = state["_coef_avg"], 1.0, state["_intercept_avg"]
+    else:
+        coef, scale, b = state["_coef"], state["_scale"], state["_intercept"]
+    if not intercept:
+        b = np.zeros_like(b)
+    X = np.ascontiguousarray(X, dtype=coef.dtype)
+    return predict_raw(state["_blocks"], X, coef, state["n_blocks_"], scale, b,
+                       check_n_jobs(n_jobs))
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -141,6 +181,8 @@ class BaseDSG(BaseEstimator):
         _check_real("t0", self.t0, 0.0, strict=True)
         _check_int("n_epochs", self.n_epochs, 1)
         _check_int("cache_bytes", self.cache_bytes, 0)
+        self._model_dtype()
+        check_n_jobs(self.n_jobs)
         _check_int("degree", self.degree, 0)
         _check_real("coef0", self.coef0, -np.inf)
         if self.learning_rate not in SCHEDULES:
@@ -200,6 +242,10 @@ class BaseDSG(BaseEstimator):
         if self.learning_rate == "pegasos" and self.alpha <= 0:
             raise ValueError("learning_rate='pegasos' needs alpha > 0")
 
+    def _model_dtype(self):
+        """Precision of the model's features and coefficients (the ``dtype`` parameter)."""
+        return check_dtype(self.dtype)
+
     # The names gamma may take besides a number; a subclass listing more
     # rules than "scale" resolves them in ``_gamma_rule(X, sample_weight)``.
     _gamma_rules = ("scale",)
@@ -253,15 +299,17 @@ class BaseDSG(BaseEstimator):
         rs = check_random_state(self.random_state)
         hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
         seed = int((int(hi) << 32) | int(lo))
+        dt = self._model_dtype()
         state = {
             "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,
             "n_features_in_": X.shape[1], "_n_outputs": n_outputs,
-            "_coef": np.zeros((0, n_outputs)), "_scale": 1.0,
+            "_coef": np.zeros((0, n_outputs), dtype=dt), "_scale": 1.0,
             "_intercept": np.zeros(n_outputs), "n_blocks_": 0, "t_": 0, "samples_seen_": 0,
             "n_epochs_seen_": 0,
-            "_coef_avg": np.zeros((0, n_outputs)), "_intercept_avg": np.zeros(n_outputs),
+            "_coef_avg": np.zeros((0, n_outputs), dtype=dt),
+            "_intercept_avg": np.zeros(n_outputs),
             "n_averaged_": 0,
-            "_blocks": BlockSource(fmap, seed, self.cache_bytes),
+            "_blocks": BlockSource(fmap, seed, self.cache_bytes, dtype=dt),
             "_built_from": (self.loss, self.kernel),
         }
         return state
@@ -272,6 +320,14 @@ class BaseDSG(BaseEstimator):
         for k in _STATE:
             v = getattr(self, k)
             state[k] = v.copy() if isinstance(v, np.ndarray) else v
+        dt = self._model_dtype()
+        if state["_coef"].dtype != dt:
+            # dtype was changed since the model was built: it continues in the
+            # new precision (the same features, the coefficients converted)
+            state["_coef"] = state["_coef"].astype(dt)
+            state["_coef_avg"] = state["_coef_avg"].astype(dt)
+            state["_blocks"] = BlockSource(state["feature_map_"], state["seed_"],
+                                           self.cache_bytes, dtype=dt)
         return state
 
     def _ensure_capacity(self, state, n_steps):
@@ -284,7 +340,7 @@ class BaseDSG(BaseEstimator):
             coef = state[key]
             if coef.shape[0] < rows:
                 grown = np.zeros((max(rows, min(2 * coef.shape[0], rows + 64 * F)),
-                                  coef.shape[1]))
+                                  coef.shape[1]), dtype=coef.dtype)
                 grown[:coef.shape[0]] = coef
                 state[key] = grown
 
@@ -324,10 +380,11 @@ class BaseDSG(BaseEstimator):
         counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
                             dtype=np.int64)
         max_blocks = self.max_blocks if self.max_blocks is not None else np.iinfo(np.int64).max
+        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
         train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
                     state["_intercept"], scale, counters, state["_coef_avg"],
-                    state["_intercept_avg"], self._average_start())
+                    state["_intercept_avg"], self._average_start(), check_n_jobs(self.n_jobs))
         state["_scale"] = float(scale[0])
         state["n_blocks_"] = int(counters[0])
         state["t_"] = int(counters[1])
@@ -357,7 +414,7 @@ class BaseDSG(BaseEstimator):
         # warm_start continues the fitted model: its features, classes and
         # loss stay, so X must have the same columns (and y known labels).
         warm = self.warm_start and hasattr(self, "_coef")
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+        X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              y_numeric=self._y_numeric, reset=not warm)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
@@ -388,7 +445,7 @@ class BaseDSG(BaseEstimator):
     def _partial_fit(self, X, y, sample_weight, classes=None):
         first = not hasattr(self, "_coef")
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+        X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              y_numeric=self._y_numeric, reset=first)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
@@ -408,12 +465,8 @@ class BaseDSG(BaseEstimator):
         # one snapshot of the state: a concurrent partial_fit publishes its
         # new state in one step, so this is wholly the old or the new model
         st = self.__dict__.copy()
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        if st["n_averaged_"]:
-            return predict_raw(st["_blocks"], X, st["_coef_avg"], st["n_blocks_"], 1.0,
-                               st["_intercept_avg"])
-        return predict_raw(st["_blocks"], X, st["_coef"], st["n_blocks_"], st["_scale"],
-                           st["_intercept"])
+        X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        return model_outputs(st, X, self.n_jobs)
 
     @property
     def n_random_features_(self):
@@ -490,4 +543,5 @@ class BaseDSG(BaseEstimator):
     def __setstate__(self, state):
         super().__setstate__(state)
         if "feature_map_" in state:
-            self._blocks = BlockSource(self.feature_map_, self.seed_, self.cache_bytes)
+            self._blocks = BlockSource(self.feature_map_, self.seed_, self.cache_bytes,
+                                       dtype=self._coef.dtype)

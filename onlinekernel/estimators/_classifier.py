@@ -96,6 +96,18 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks; blocks beyond it are
         regenerated whenever used.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the random features, the coefficients and the block
+        cache (the loss, intercept and step sizes stay in double).
+        ``"float32"`` halves the model's memory and runs the feature kernels
+        faster; see :doc:`/benchmarks` for the measured trade-off.  Changing
+        it on a fitted model converts the coefficients at the next training
+        call.
+    n_jobs : int or None, default=None
+        Threads of the compiled loops (``None``: 1, ``-1``: every core).
+        Prediction splits the rows, a training step splits the blocks; every
+        output is computed by one thread in a fixed order, so the results do
+        not depend on ``n_jobs``.
 
     Attributes
     ----------
@@ -141,7 +153,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="inverse", eta0=512.0, t0=100.0,
                  n_epochs=5, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

@@ -13,8 +13,7 @@ from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from onlinekernel._solver import predict_raw
-from onlinekernel.estimators._base import BaseDSG, transactional
+from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
 
 #: The loss trained; its gradient is -1 on numerator rows and e^u on the others.
 _LOSS = "kl_density_ratio"
@@ -53,13 +52,9 @@ def _exp(f):
     return np.exp(np.minimum(f, MAX_EXPONENT))
 
 
-def _raw_of(state, X):
+def _raw_of(state, X, n_jobs=None):
     """Raw outputs ``f(X)`` of the model held in ``state`` (averaged if averaging)."""
-    if state["n_averaged_"]:
-        return predict_raw(state["_blocks"], X, state["_coef_avg"], state["n_blocks_"], 1.0,
-                           state["_intercept_avg"])[:, 0]
-    return predict_raw(state["_blocks"], X, state["_coef"], state["n_blocks_"],
-                       state["_scale"], state["_intercept"])[:, 0]
+    return model_outputs(state, X, n_jobs)[:, 0]
 
 
 def _bound(n_p, mean_f, n_q, lse_q):
@@ -179,6 +174,10 @@ class DSGDensityRatio(BaseDSG):
         Continue from the current model in ``fit``.
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks.
+    dtype : {"float64", "float32"}, default="float64"
+        As in :class:`onlinekernel.DSGClassifier`.
+    n_jobs : int or None, default=None
+        As in :class:`onlinekernel.DSGClassifier`.
 
     Attributes
     ----------
@@ -260,7 +259,7 @@ class DSGDensityRatio(BaseDSG):
                  kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=100.0,
                  n_epochs=10, shuffle=True, average=True, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     # ------------------------------------------------------------------ #
@@ -360,7 +359,7 @@ class DSGDensityRatio(BaseDSG):
                                        Xq.shape[0], self.shuffle)
             self._run_epoch(state, X, Y, sw, order)
             state["n_epochs_seen_"] += 1
-        f = _raw_of(state, X)
+        f = _raw_of(state, X, self.n_jobs)
         state["_kl_sums"] = _sums(f[:Xp.shape[0]], f[Xp.shape[0]:])
         state["kl_divergence_"] = _bound(*state["_kl_sums"])
         self._commit(state)
@@ -396,7 +395,7 @@ class DSGDensityRatio(BaseDSG):
         state = self._new_model_state(X) if first else self._state_copy()
         order = self._paired_order(state["seed_"], 0, Xp.shape[0], Xq.shape[0], False)
         self._run_epoch(state, X, Y, sw, order)
-        f = _raw_of(state, X)
+        f = _raw_of(state, X, self.n_jobs)
         sums = _sums(f[:Xp.shape[0]], f[Xp.shape[0]:])
         state["_kl_sums"] = sums if first else _merge(self._kl_sums, sums)
         state["kl_divergence_"] = _bound(*state["_kl_sums"])
@@ -454,5 +453,5 @@ class DSGDensityRatio(BaseDSG):
         check_is_fitted(self, "_coef")
         st = self.__dict__.copy()  # one snapshot, as in predictions
         Xp, Xq = self._validate_samples(X_numerator, X_denominator, reset=False)
-        f = _raw_of(st, np.concatenate([Xp, Xq]))
+        f = _raw_of(st, np.concatenate([Xp, Xq]), self.n_jobs)
         return _bound(*_sums(f[:Xp.shape[0]], f[Xp.shape[0]:]))

@@ -170,6 +170,9 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         (the posterior given every row seen, as with ``partial_fit``).
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks of the mean.
+    n_jobs : int or None, default=None
+        Threads of the compiled loops of the mean (as in
+        :class:`onlinekernel.DSGClassifier`); the model is float64.
 
     Attributes
     ----------
@@ -228,12 +231,16 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     _extra_state = ("_var_coef", "variance_blocks_", "solver_", "noise_variance_", "_zy",
                     "_z1", "_sw", "_swy")
 
+    def _model_dtype(self):
+        # the variance's operator objective runs in double: the model is float64
+        return np.dtype(np.float64)
+
     def __init__(self, kernel="gaussian", *, gamma="scale", noise_variance=0.1, degree=3,
                  coef0=0.0, kernel_params=None, solver="exact", variance_blocks=8,
                  center_y=True, batch_size=64, block_size=256, max_blocks=16,
                  learning_rate="constant", eta0=1.0, t0=100.0, n_epochs=20, shuffle=True,
                  average=False, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20):
+                 cache_bytes=64 * 2 ** 20, n_jobs=None):
         self._store_params(locals())
 
     # The base machinery reads these two; here they follow from the model.  There

@@ -4,8 +4,7 @@ from sklearn.base import OutlierMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from onlinekernel import registry
-from onlinekernel._solver import predict_raw
-from onlinekernel.estimators._base import BaseDSG, transactional
+from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
 
 
 def _no_targets(X):
@@ -114,6 +113,10 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         Continue from the current model in ``fit``.
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks.
+    dtype : {"float64", "float32"}, default="float64"
+        As in :class:`onlinekernel.DSGClassifier`.
+    n_jobs : int or None, default=None
+        As in :class:`onlinekernel.DSGClassifier`.
 
     Attributes
     ----------
@@ -156,7 +159,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
                  kernel_params=None, batch_size=32, block_size=256, max_blocks=16,
                  learning_rate="inverse", eta0=0.2, t0=20.0, n_epochs=20, shuffle=True,
                  average=False, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20):
+                 cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     # The base machinery reads these three; here they follow from nu.
@@ -234,12 +237,9 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         """``f(X)`` and the offset, from one snapshot of the model."""
         check_is_fitted(self, "_coef")
         st = self.__dict__.copy()  # a concurrent partial_fit replaces the state whole
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        if st["n_averaged_"]:
-            coef, scale, b = st["_coef_avg"], 1.0, st["_intercept_avg"]
-        else:
-            coef, scale, b = st["_coef"], st["_scale"], st["_intercept"]
-        f = predict_raw(st["_blocks"], X, coef, st["n_blocks_"], scale, np.zeros(1))[:, 0]
+        X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        b = st["_intercept_avg"] if st["n_averaged_"] else st["_intercept"]
+        f = model_outputs(st, X, self.n_jobs, intercept=False)[:, 0]
         return f, -float(b[0])
 
     @property

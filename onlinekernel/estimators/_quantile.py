@@ -66,6 +66,10 @@ class DSGQuantileRegressor(BaseDSG):
     warm_start : bool, default=False
     cache_bytes : int, default=64 MiB
         As in :class:`onlinekernel.DSGClassifier`.
+    dtype : {"float64", "float32"}, default="float64"
+        As in :class:`onlinekernel.DSGClassifier`.
+    n_jobs : int or None, default=None
+        As in :class:`onlinekernel.DSGClassifier`.
 
     Attributes
     ----------
@@ -98,7 +102,8 @@ class DSGQuantileRegressor(BaseDSG):
                  degree=3, coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True,
                  batch_size=64, block_size=256, max_blocks=16, learning_rate="inverse",
                  eta0=2.0, t0=50.0, n_epochs=10, shuffle=True, average=True,
-                 random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20):
+                 random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
+                 dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     @property

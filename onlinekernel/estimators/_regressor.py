@@ -39,7 +39,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
                  n_epochs=5, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

@@ -48,16 +48,23 @@ class _OneBlasThread:
     def __init__(self):
         self._lock = threading.Lock()
         self._users = 0
-        self._limiter = None
-        self._controller = None
+        self._libs = None
+        self._saved = []
 
     def __enter__(self):
         with self._lock:
             if self._users == 0:
-                if self._controller is None:
+                if self._libs is None:
                     from threadpoolctl import ThreadpoolController
-                    self._controller = ThreadpoolController()
-                self._limiter = self._controller.limit(limits=1, user_api="blas")
+                    self._libs = ThreadpoolController().select(user_api="blas").lib_controllers
+                # direct calls into the BLAS libraries: a threadpoolctl limit
+                # context costs ~0.2 ms, more than a one-row training step
+                self._saved = []
+                for lib in self._libs:
+                    n = lib.get_num_threads()
+                    if n != 1:
+                        lib.set_num_threads(1)
+                        self._saved.append((lib, n))
             self._users += 1
         return self
 
@@ -65,8 +72,9 @@ class _OneBlasThread:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                self._limiter.restore_original_limits()
-                self._limiter = None
+                for lib, n in self._saved:
+                    lib.set_num_threads(n)
+                self._saved = []
         return False
 
 

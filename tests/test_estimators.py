@@ -78,7 +78,8 @@ def _expected_failed_checks(estimator):
     }
 
 
-@parametrize_with_checks([DSGClassifier(), DSGRegressor(), DSGOneClassSVM(),
+@parametrize_with_checks([DSGClassifier(), DSGRegressor(), DSGClassifier(dtype="float32"),
+                          DSGRegressor(dtype="float32"), DSGOneClassSVM(),
                           DSGQuantileRegressor(), DSGGaussianProcessRegressor()],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check, monkeypatch):

@@ -45,7 +45,7 @@ def check_dtype(value):
         dt = np.dtype(value)
     except TypeError:
         dt = None
-    if dt is None or isinstance(value, bool) or dt not in _DTYPES.values():
+    if dt is None or value is None or isinstance(value, bool) or dt not in _DTYPES.values():
         raise ValueError(f"dtype must be 'float32' or 'float64', got {value!r}")
     return dt
 
@@ -442,9 +442,46 @@ class BaseDSG(BaseEstimator):
             raise ValueError("sample_weight is zero for every row: there is nothing to fit")
         return keep
 
+    # Targets of a fitted model for the fast partial_fit path, or None for
+    # the full validation (estimators that define it opt into the path).
+    _fast_targets = None
+
+    def _fast_inputs(self, X, y, sample_weight, classes):
+        """``(X, Y)`` for a small numpy update of a fitted model, or None.
+
+        Streaming services call ``partial_fit`` with one row at a time, where
+        scikit-learn's input validation costs far more than the update.  Plain
+        contiguous numpy input of known shape is checked here directly (shape,
+        finiteness, known labels) with the same outcome; anything else, and
+        any input that fails a check, takes the full validation, which names
+        the problem.
+        """
+        if (self._fast_targets is None or sample_weight is not None or classes is not None
+                or not hasattr(self, "_coef") or hasattr(self, "feature_names_in_")
+                or type(X) is not np.ndarray or type(y) is not np.ndarray):
+            return None
+        dt = self._coef.dtype
+        if (X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[0] < 1
+                or X.shape[1] != self.n_features_in_ or X.dtype.kind != "f"
+                or dt != self._model_dtype()):
+            return None
+        X = np.ascontiguousarray(X, dtype=dt)
+        if not np.isfinite(X).all():
+            return None
+        Y = self._fast_targets(y)
+        return None if Y is None else (X, Y)
+
     def _partial_fit(self, X, y, sample_weight, classes=None):
-        first = not hasattr(self, "_coef")
         self._validate_params()
+        fast = self._fast_inputs(X, y, sample_weight, classes)
+        if fast is not None:
+            X, Y = fast
+            state = self._state_copy()
+            self._run_epoch(state, X, Y, np.ones(X.shape[0]),
+                            np.arange(X.shape[0], dtype=np.int64))
+            self._commit(state)
+            return self
+        first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              y_numeric=self._y_numeric, reset=first)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)

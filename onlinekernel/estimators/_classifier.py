@@ -176,6 +176,13 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                 raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
                                  f"classes of the first call {self.classes_.tolist()}")
             classes, loss = self.classes_, self.loss_
+        Y, K = self._encode(classes, loss, y)
+        self.classes_ = classes
+        return loss, Y, K
+
+    @staticmethod
+    def _encode(classes, loss, y):
+        """The loss's targets of labels ``y`` and the number of outputs."""
         idx = np.searchsorted(classes, y)
         idx = np.clip(idx, 0, classes.shape[0] - 1)
         bad = classes[idx] != y
@@ -192,8 +199,14 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             Y = -np.ones((idx.shape[0], n_classes))
             Y[np.arange(idx.shape[0]), idx] = 1.0
             K = n_classes
-        self.classes_ = classes
-        return loss, np.ascontiguousarray(Y), K
+        return np.ascontiguousarray(Y), K
+
+    def _fast_targets(self, y):
+        # Labels of a fitted model: each must equal one of classes_ exactly,
+        # so the target-type checks of the first call are not repeated.
+        if y.dtype.kind != self.classes_.dtype.kind or y.dtype.kind not in "iub":
+            return None
+        return self._encode(self.classes_, self.loss_, y)[0]
 
     def _resolve_loss(self, n_classes):
         loss = self._resolve_base_loss()

@@ -55,6 +55,11 @@ class DSGRegressor(RegressorMixin, BaseDSG):
             raise ValueError(f"y must be numeric for DSGRegressor: {exc}") from None
         return loss, np.ascontiguousarray(y[:, None]), 1
 
+    def _fast_targets(self, y):
+        if y.dtype.kind not in "iuf" or not np.isfinite(y).all():
+            return None  # the full validation names the problem
+        return np.ascontiguousarray(y, dtype=np.float64)[:, None]
+
     @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model on ``(X, y)`` for ``n_epochs`` passes.

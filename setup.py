@@ -19,6 +19,7 @@ MODULES = {
     "onlinekernel._loss": "onlinekernel/_loss.pyx",
     "onlinekernel._featuremap": "onlinekernel/_featuremap.pyx",
     "onlinekernel._solver": "onlinekernel/_solver.pyx",
+    "onlinekernel._reuse": "onlinekernel/_reuse.pyx",
     "onlinekernel._operator": "onlinekernel/_operator.pyx",
     "onlinekernel_plugins._losses": "plugins/_losses.pyx",
     "onlinekernel_plugins._novelty": "plugins/_novelty.pyx",

@@ -31,6 +31,8 @@ from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._loss cimport CyLoss
 from onlinekernel._linalg cimport real, gemm_rm, gemm_rm_f32
 from cython.parallel cimport prange, threadid
+from libc.math cimport INFINITY
+from onlinekernel._reuse cimport Reuse, ACT_NEW, ACT_ALL, ACT_ONE, ACT_REPLACE, safe_step
 
 cnp.import_array()
 
@@ -369,7 +371,8 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
                 Py_ssize_t max_blocks, bint fit_intercept,
                 real[:, ::1] coef, double[::1] intercept, double[::1] scale,
                 int64_t[::1] counters, real[:, ::1] coef_avg=None,
-                double[::1] intercept_avg=None, int64_t avg_start=-1, int n_jobs=1):
+                double[::1] intercept_avg=None, int64_t avg_start=-1, int n_jobs=1,
+                Reuse reuse=None):
     """Run ``len(step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
 
     Step ``s`` takes rows ``order[s*B : (s+1)*B]`` and
@@ -394,6 +397,11 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
     ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``) are
     updated in place.  ``n_jobs`` threads share the blocks of each step; the
     result does not depend on their number.
+
+    With ``reuse`` (an :class:`onlinekernel._reuse.Reuse`) step 4 follows its
+    reuse mode and schedule, block updates may be preconditioned, and the
+    step ends with its projection; ``None`` is step 4 as written above.
+    Reuse rules run in float64 models (the estimators check this).
     """
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
@@ -427,6 +435,8 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
                          "intercept")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+    if reuse is not None and src.single:
+        raise ValueError("reuse rules, preconditioning and projection need a float64 model")
 
     cdef Py_ssize_t nb_max = min(B, max(1, n_rows))
     # Every block a step evaluates: max_blocks, or more when the model already
@@ -455,14 +465,18 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
     cdef double[:, ::1] Yb = Yb_arr
     cdef double[:, ::1] U = U_arr
     cdef double[:, ::1] G = G_arr
+    if reuse is not None:
+        reuse.prepare(B, F, K)
     with _one_blas_thread():
         try:
             _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,
                         max_blocks, fit_intercept, coef, intercept, scale, counters,
                         Xb, Yb, U, G, Gr, parts, ws, nt,
-                        coef_avg, intercept_avg, avg_start, keep)
+                        coef_avg, intercept_avg, avg_start, keep, reuse)
         finally:
             fmap.raise_pending()
+    if reuse is not None:
+        reuse.raise_pending()
 
 
 cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
@@ -473,7 +487,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                  double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, real[:, ::1] Gr,
                  real[::1] parts, _Workspace ws, int nt,
                  real[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
-                 real[::1] keep_arr):
+                 real[::1] keep_arr, Reuse reuse):
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
@@ -488,18 +502,21 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
     cdef real* GR = &Gr[0, 0]
     cdef const real* p
     cdef Work* w
+    cdef int act = -1  # what the step does with the blocks under `reuse` (-1: no reuse object)
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
         nblk = counters[0]
         sc = scale[0]
+        if reuse is not None:
+            act = reuse.action(nblk, max_blocks, counters[1])
         with nogil:
             for i in range(nb):
                 r = order[b0 + i]
                 memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(real))
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
             # features are kept only when the step will need them again
-            kept = keep if nblk >= max_blocks else NULL
+            kept = keep if (nblk >= max_blocks if act < 0 else act != ACT_NEW) else NULL
             # prediction half: block j's outputs into parts[j], in parallel
             for j in prange(nblk, num_threads=nt, schedule="static"):
                 w = &ws.w[threadid()]
@@ -533,7 +550,11 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                             coef[i, c] = <real>(coef[i, c] * sc)
                     sc = 1.0
 
-            if nblk < max_blocks:
+            if act >= 0:  # reuse modes, preconditioning (onlinekernel._reuse)
+                if real is double:  # train_steps refuses reuse for float32 models
+                    nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, d, &G[0, 0], K, C0,
+                                       nblk, max_blocks, counters[1], gamma, sc, factor, kept)
+            elif nblk < max_blocks:
                 memset(C0 + nblk * F * K, 0, F * K * sizeof(real))
                 cst = -gamma / (nb * F) / sc
                 w = &ws.w[0]
@@ -554,9 +575,11 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
                                     factor if factor > 0.0 else 0.0)
+            if act >= 0 and reuse.radius > 0.0:  # Pegasos projection (onlinekernel._reuse)
+                sc = reuse.project(sc, nblk * F)
         counters[1] += 1
-        if fmap.failed:
-            break  # a Python feature map failed: stop, the caller raises its error
+        if fmap.failed or (act >= 0 and reuse.failed):
+            break  # a Python feature map (or a preconditioning solve) failed: the caller raises
         if avg_start >= 0 and counters[1] > avg_start:
             counters[2] += 1
             inv = 1.0 / counters[2]
@@ -569,3 +592,162 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                     intercept_avg[c] += (intercept[c] - intercept_avg[c]) * inv
         scale[0] = sc
         counters[0] = nblk
+
+
+# --------------------------------------------------------------------------- #
+# Reuse modes, preconditioning and projection: the block update of a step
+# under an onlinekernel._reuse.Reuse (see that module for the rules).
+# --------------------------------------------------------------------------- #
+cdef double _sqnorm(const double* a, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double s = 0.0
+    for i in range(n):
+        s += a[i] * a[i]
+    return s
+
+
+cdef inline const double* _block_tile(BlockSource src, Work* w, const double* p,
+                                      const double* kept_j, const double* Xb, Py_ssize_t r0,
+                                      Py_ssize_t rows, Py_ssize_t d) noexcept nogil:
+    """Rows ``r0 .. r0+rows`` of a block's features: the kept ones, or evaluated."""
+    if kept_j != NULL:
+        return kept_j + r0 * src.fmap.n_components
+    src.fmap.transform(p, Xb + r0 * d, rows, d, <double*>w.phi, <double*>w.work)
+    return <const double*>w.phi
+
+
+cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const double* kept_j,
+                      const double* Xb, Py_ssize_t nb, Py_ssize_t d, const double* G,
+                      Py_ssize_t K, double step, double sc, double* coef_j) noexcept nogil:
+    """Block j's DSG step of size ``step``: coef_j += -step / (nb F sc) Phi_j^T G.
+
+    Preconditioned when ``ru.ridge > 0``:
+    coef_j += -step / (nb sc) (Phi_j^T Phi_j + ridge nb I)^{-1} Phi_j^T G.
+    ``kept_j`` holds the block's features on the batch, or NULL.
+    """
+    cdef Py_ssize_t F = src.fmap.n_components
+    cdef Py_ssize_t r0 = 0, rows
+    cdef const double* p = NULL
+    cdef const double* tile
+    cdef double before = _sqnorm(coef_j, F * K) if ru.radius > 0.0 else 0.0
+    if kept_j == NULL:
+        p = <const double*>src.get(j, w.params, w.params64)
+    if ru.ridge <= 0.0:
+        while r0 < nb:
+            rows = min(<Py_ssize_t>TILE, nb - r0)
+            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+            gemm_rm(True, False, <int>F, <int>K, <int>rows, -step / (nb * F) / sc, tile,
+                    <int>F, G + r0 * K, <int>K, 1.0, coef_j, <int>K)
+            r0 += rows
+    elif nb <= F:  # the nb x nb system needs all the batch's features at once
+        if kept_j == NULL:
+            while r0 < nb:
+                rows = min(<Py_ssize_t>TILE, nb - r0)
+                src.fmap.transform(p, Xb + r0 * d, rows, d, ru.phi + r0 * F, <double*>w.work)
+                r0 += rows
+        ru.solve_rows(kept_j if kept_j != NULL else ru.phi, nb, F, G, K, -step / nb / sc,
+                      coef_j)
+    else:  # the F x F system, accumulated tile by tile
+        memset(ru.gram, 0, F * F * sizeof(double))
+        memset(ru.rhs, 0, K * F * sizeof(double))
+        while r0 < nb:
+            rows = min(<Py_ssize_t>TILE, nb - r0)
+            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+            gemm_rm(True, False, <int>F, <int>F, <int>rows, 1.0, tile, <int>F, tile, <int>F,
+                    1.0, ru.gram, <int>F)
+            gemm_rm(True, False, <int>K, <int>F, <int>rows, 1.0, G + r0 * K, <int>K, tile,
+                    <int>F, 1.0, ru.rhs, <int>F)
+            r0 += rows
+        ru.solve_cols(ru.gram, ru.rhs, nb, F, K, -step / nb / sc, coef_j)
+    if ru.radius > 0.0:
+        ru.norm2 += sc * sc * (_sqnorm(coef_j, F * K) - before)
+
+
+cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
+                         const double* kept_j, const double* Xb, Py_ssize_t nb, Py_ssize_t d,
+                         const double* G, Py_ssize_t K, double gamma, double sc,
+                         const double* coef_j) noexcept nogil:
+    """CDSG's safe step of block j (eq. 9); leaves D_j = -Phi_j^T G / (nb F) in ru.direction."""
+    cdef Py_ssize_t F = src.fmap.n_components
+    cdef Py_ssize_t r0 = 0, rows, i, k
+    cdef const double* p = NULL
+    cdef const double* tile
+    cdef double s1 = 0.0, pn, gn, dd, bd = 0.0, bb, second, var
+    if kept_j == NULL:
+        p = <const double*>src.get(j, w.params, w.params64)
+    memset(ru.direction, 0, F * K * sizeof(double))
+    while r0 < nb:
+        rows = min(<Py_ssize_t>TILE, nb - r0)
+        tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+        gemm_rm(True, False, <int>F, <int>K, <int>rows, -1.0 / (nb * F), tile, <int>F,
+                G + r0 * K, <int>K, 1.0, ru.direction, <int>K)
+        for i in range(rows):  # sum over rows of |d_b|^2 F^2 = |phi_b|^2 |g_b|^2
+            pn = _sqnorm(tile + i * F, F)
+            gn = _sqnorm(G + (r0 + i) * K, K)
+            s1 += pn * gn
+        r0 += rows
+    dd = _sqnorm(ru.direction, F * K)
+    for i in range(F * K):
+        bd += coef_j[i] * ru.direction[i]
+    bd *= sc
+    bb = sc * sc * _sqnorm(coef_j, F * K)
+    second = s1 / (<double>F * F)
+    # the rows' sample variance around their mean D_j (one row: its second moment)
+    var = max(0.0, (second - nb * dd) / (nb - 1)) if nb > 1 else second
+    return safe_step(bb, bd, dd, var, nb, gamma)
+
+
+cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const double* Xb,
+                            Py_ssize_t nb, Py_ssize_t d, const double* G, Py_ssize_t K,
+                            double* coef, Py_ssize_t nblk, Py_ssize_t max_blocks, int64_t t,
+                            double gamma, double sc, double factor,
+                            const double* kept) noexcept nogil:
+    """Step 4 of a training step under ``ru`` (action ``act``); returns the new n_blocks.
+
+    ``sc`` is the scale after this step's shrink by ``factor``; ``kept`` the
+    batch's features of every block (or NULL).
+    """
+    cdef Py_ssize_t F = src.fmap.n_components, FK = F * K
+    cdef Py_ssize_t j, jbest = -1, i
+    cdef double eta, best = -INFINITY, before
+    cdef double* tmp
+    ru.norm2 = ru.norm2 * factor * factor if factor > 0.0 else 0.0  # this step's shrink
+    if act == ACT_NEW or act == ACT_REPLACE:
+        j = nblk if act == ACT_NEW else t % nblk
+        if ru.radius > 0.0:
+            ru.norm2 -= sc * sc * _sqnorm(coef + j * FK, FK)
+        memset(coef + j * FK, 0, FK * sizeof(double))
+        _move_block(src, w, ru, j,
+                    kept + j * nb * F if (kept != NULL and act == ACT_REPLACE) else NULL,
+                    Xb, nb, d, G, K, gamma, sc, coef + j * FK)
+        return nblk + 1 if act == ACT_NEW else nblk
+    if act == ACT_ONE:
+        j = ru.pick(t, nblk)
+        _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb, d, G,
+                    K, gamma, sc, coef + j * FK)
+        return nblk
+    if act == ACT_ALL:
+        for j in range(nblk):
+            _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb, d,
+                        G, K, gamma / nblk, sc, coef + j * FK)
+        return nblk
+    # ACT_CHECK: the block with the largest safe step, if it beats a new block
+    for j in range(nblk):
+        eta = _check_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb,
+                           d, G, K, gamma, sc, coef + j * FK)
+        if eta > best:
+            best, jbest = eta, j
+            tmp = ru.best  # keep D_j of the best block
+            ru.best = ru.direction
+            ru.direction = tmp
+    if best < gamma and nblk < max_blocks:
+        memset(coef + nblk * FK, 0, FK * sizeof(double))
+        _move_block(src, w, ru, nblk, NULL, Xb, nb, d, G, K, gamma, sc, coef + nblk * FK)
+        return nblk + 1
+    if jbest >= 0 and best > 0.0:
+        before = _sqnorm(coef + jbest * FK, FK) if ru.radius > 0.0 else 0.0
+        for i in range(FK):
+            coef[jbest * FK + i] += best / sc * ru.best[i]
+        if ru.radius > 0.0:
+            ru.norm2 += sc * sc * (_sqnorm(coef + jbest * FK, FK) - before)
+    return nblk

@@ -23,6 +23,7 @@ from onlinekernel import registry
 from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
 from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._random import words
+from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._solver import BlockSource, _threads, predict_raw, train_steps
 from onlinekernel.featuremaps import FeatureMap
@@ -31,6 +32,9 @@ from onlinekernel.losses import Loss
 # Blocks of the seed's stream space reserved for shuffling (far above any
 # feature block a model can reach).
 _SHUFFLE_BLOCK = 1 << 62
+# The ridge of precondition=True, relative to the features' unit second moment
+# (measured on ijcnn1, letter and covtype; see the DSGClassifier docstring).
+_DEFAULT_RIDGE = 1.0
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
@@ -157,6 +161,13 @@ class BaseDSG(BaseEstimator):
     # them (JSON-able values or numeric arrays) and refuse to save others.
     _extra_state = ()
 
+    # What a full budget does, for estimators whose constructor does not take
+    # these parameters (DSGClassifier and DSGRegressor do): the plain update.
+    reuse = "all"
+    reuse_schedule = (1, 0)
+    precondition = False
+    projection = False
+
     def _store_params(self, params):
         """Keep the constructor's arguments as given (scikit-learn's convention).
 
@@ -198,6 +209,7 @@ class BaseDSG(BaseEstimator):
         _check_bool("warm_start", self.warm_start)
         if not isinstance(self.average, (bool, np.bool_)):
             _check_int("average", self.average, 0)
+        self._validate_reuse()
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.RandomState)
                 or (isinstance(rs, numbers.Integral) and 0 <= rs < 2 ** 32)):
@@ -210,6 +222,54 @@ class BaseDSG(BaseEstimator):
         built = getattr(self, "_built_from", None)
         if built is None or not (_same(built[0], self.loss) and _same(built[1], self.kernel)):
             self._check_names()
+
+    def _validate_reuse(self):
+        if not (isinstance(self.reuse, str) and self.reuse in _REUSE_MODES):
+            raise ValueError(f"unknown reuse {self.reuse!r}; choose one of "
+                             f"{', '.join(repr(m) for m in _REUSE_MODES)}")
+        sched = self.reuse_schedule
+        if not (isinstance(sched, (tuple, list)) and len(sched) == 2
+                and all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                        for v in sched) and sched[0] >= 1 and sched[1] >= 0):
+            raise ValueError(f"reuse_schedule must be a pair (G, U) of integers, G >= 1 new-block "
+                             f"steps then U >= 0 reuse steps, got {sched!r}")
+        pre = self.precondition
+        if not isinstance(pre, (bool, np.bool_)) and not (
+                isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0):
+            raise ValueError(f"precondition must be True, False or a ridge > 0, got {pre!r}")
+        if self._ridge() and self.reuse == "check":
+            raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
+                             "step (eq. 9) is derived for the plain DSG direction")
+        _check_bool("projection", self.projection)
+        if self.projection and not getattr(self, "alpha", 0.0) > 0:
+            raise ValueError("projection=True needs alpha > 0: the ball has radius "
+                             "1 / sqrt(alpha)")
+        plain = (self.reuse == "all" and tuple(sched) == (1, 0) and not self._ridge()
+                 and not self.projection)
+        if not plain and self._model_dtype() != np.float64:
+            raise ValueError("reuse modes other than 'all', reuse_schedule, precondition and "
+                             "projection run in float64 models: set dtype='float64'")
+
+    def _ridge(self):
+        """The preconditioning ridge (0: none)."""
+        pre = self.precondition
+        if isinstance(pre, (bool, np.bool_)):
+            return _DEFAULT_RIDGE if pre else 0.0
+        return float(pre)
+
+    def _reuse_options(self, state, alpha):
+        """The solver's Reuse for these steps, or None for the plain budget update."""
+        G, U = (int(v) for v in self.reuse_schedule)
+        ridge = self._ridge()
+        radius = 1.0 / np.sqrt(alpha) if self.projection else 0.0
+        if self.reuse == "all" and (G, U) == (1, 0) and not ridge and not radius:
+            return None
+        norm2 = 0.0
+        if radius:  # |f|^2 / M, tracked by the steps from here
+            rows = state["n_blocks_"] * state["feature_map_"].n_components
+            c = state["_coef"][:rows]
+            norm2 = float(state["_scale"]) ** 2 * float(np.einsum("ij,ij->", c, c))
+        return Reuse(self.reuse, G, U, ridge, radius, state["seed_"], norm2)
 
     def _check_names(self):
         if isinstance(self.loss, str):
@@ -384,7 +444,8 @@ class BaseDSG(BaseEstimator):
         train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
                     state["_intercept"], scale, counters, state["_coef_avg"],
-                    state["_intercept_avg"], self._average_start(), check_n_jobs(self.n_jobs))
+                    state["_intercept_avg"], self._average_start(), check_n_jobs(self.n_jobs),
+                    reuse=self._reuse_options(state, alpha))
         state["_scale"] = float(scale[0])
         state["n_blocks_"] = int(counters[0])
         state["t_"] = int(counters[1])

@@ -10,9 +10,11 @@ class DSGRegressor(RegressorMixin, BaseDSG):
 
     Minimises :math:`E[\ell(f(x), y)] + \frac{\alpha}{2}\|f\|^2_{\mathcal H}`
     over :math:`f(x) = b + \sum_{j,k} \alpha_{jk}\phi_{\omega_{jk}}(x)`; see
-    :class:`DSGClassifier` for the algorithm and the parameters, which are
-    the same except for the defaults of ``loss`` (``"squared"``), ``alpha``
-    (``1e-6``) and the step: ``learning_rate="constant"`` with ``eta0=1.0``.
+    :class:`DSGClassifier` for the algorithm and the parameters (among them
+    ``reuse``, ``reuse_schedule``, ``precondition`` and ``projection``: what
+    a full budget does with its blocks), which are the same except for the
+    defaults of ``loss`` (``"squared"``), ``alpha`` (``1e-6``) and the step:
+    ``learning_rate="constant"`` with ``eta0=1.0``.
     With the squared loss a step of 1 moves a lone row's prediction onto its
     target; much larger steps diverge where many rows of a batch are alike.  Losses must take real targets
     (``squared``, ``huber``, ``epsilon_insensitive``, ``quantile`` or a
@@ -38,8 +40,10 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
-                 n_epochs=5, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
+                 n_epochs=5, shuffle=True, average=False, reuse="all",
+                 reuse_schedule=(1, 0), precondition=False, projection=False,
+                 random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
+                 dtype="float64", n_jobs=None):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

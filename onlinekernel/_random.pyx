@@ -136,19 +136,69 @@ def stable_sin(x):
 
 
 def cos_tile(z, bias=None, double scale=1.0, bint sine=False):
-    """``scale * cos(z + bias)`` (or sin) through the vectorised hot-path kernel."""
+    """``scale * cos(z + bias)`` (or sin) through the vectorised hot-path kernel.
+
+    Parameters
+    ----------
+    z : array_like, 2-d
+        The arguments.  A float32 array runs the single-precision kernel
+        (``ok_cos_tile_f32``: float32 result, bias and scale, the argument
+        being the float32 sum ``z + bias``); anything else is converted to
+        float64 and runs the double kernel (``ok_cos_tile``).
+    bias : array_like, optional
+        One value per column, added to every row.
+    scale : float
+        Factor applied to the result.
+    sine : bool
+        Compute ``scale * sin(z + bias)`` instead.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new C-contiguous array of ``z``'s shape; ``z`` is left unchanged.
+        Absolute error at most ``2e-16 * |scale|`` (float64) or 3 float32
+        ulps of ``|scale|`` (float32); huge, infinite and nan arguments get
+        libm's value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel._random import cos_tile
+    >>> cos_tile([[0.0, np.pi]])
+    array([[ 1., -1.]])
+    >>> cos_tile(np.zeros((1, 2), dtype=np.float32), bias=[0.0, np.pi / 2], sine=True)
+    array([[0., 1.]], dtype=float32)
+    """
+    cdef int shift = 3 if sine else 0
+    cdef float[:, ::1] v32
+    cdef float[::1] b32
+    cdef const float* bp32 = NULL
+    cdef double[:, ::1] v
+    cdef double[::1] b
+    cdef const double* bp = NULL
+    if np.asarray(z).dtype == np.float32:
+        out = np.array(z, dtype=np.float32, order="C", copy=True)
+        if out.ndim != 2:
+            raise ValueError("z must be 2-d")
+        if bias is not None:
+            b32 = np.ascontiguousarray(bias, dtype=np.float32)
+            if b32.shape[0] != out.shape[1]:
+                raise ValueError("bias needs one value per column")
+            bp32 = &b32[0]
+        if out.size:
+            v32 = out
+            ok_cos_tile_f32(&v32[0, 0], out.shape[0], out.shape[1], out.shape[1], bp32,
+                            <float>scale, shift)
+        return out
     out = np.array(z, dtype=np.float64, order="C", copy=True)
     if out.ndim != 2:
         raise ValueError("z must be 2-d")
-    cdef double[:, ::1] v = out
-    cdef double[::1] b
-    cdef const double* bp = NULL
     if bias is not None:
         b = np.ascontiguousarray(bias, dtype=np.float64)
         if b.shape[0] != out.shape[1]:
             raise ValueError("bias needs one value per column")
         bp = &b[0]
     if out.size:
-        ok_cos_tile(&v[0, 0], out.shape[0], out.shape[1], out.shape[1], bp, scale,
-                    3 if sine else 0)
+        v = out
+        ok_cos_tile(&v[0, 0], out.shape[0], out.shape[1], out.shape[1], bp, scale, shift)
     return out

@@ -296,79 +296,207 @@ static inline void ok_fill_sign(uint64_t seed, uint64_t block, uint32_t stream,
 /* ------------------------------------------------------------------------ */
 
 /*
+ * The tile kernels below reduce x by pi/2 (double) or pi (float) with
+ * Cody-Waite, evaluate polynomials in plain +, -, * (no FMA: -ffp-contract=off
+ * keeps every clone bit for bit the same) and take the quadrant and sign from
+ * the integer bits of the magic-rounded quotient, so the loops have no
+ * branches, no int conversions, and gcc vectorises them in every clone.  Each
+ * row is checked first; a row with an argument outside the kernel's range
+ * (huge, inf or nan) takes a scalar loop that gives every element exactly
+ * what the vector loop would and sends the out-of-range ones to libm, so an
+ * element's value depends on that element alone.
+ */
+
+/* pi/2 - OK_PIO2_1 to double precision: with the 33-bit head this is pi/2 to
+ * 86 bits, enough for an absolute error below 1e-20 while |n| < 2^20. */
+static const double OK_COS_PIO2_2 = 6.07710050650619224932e-11;
+
+/* b where m has ones, a where it has zeros: a branch-free select that gcc
+ * vectorises with plain vector logic (a ?: would be if-converted only with
+ * AVX-512 masks). */
+static inline double ok__select(uint64_t m, double a, double b)
+{
+    uint64_t ua, ub;
+    double r;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ua ^= (ua ^ ub) & m;
+    memcpy(&r, &ua, sizeof r);
+    return r;
+}
+
+/*
+ * scale * cos(x + shift * pi/2) for |x| <= OK_TRIG_MAX, magic = OK_ROUND_MAGIC
+ * + shift + 1.  x = n pi/2 + r with |r| <= pi/4; the low bits of t are
+ * n + shift + 1, so bit 0 says cos(r) (set) or sin(r) (clear) and bit 1 the
+ * sign.  One polynomial of degree 6 in z = r^2 with the coefficients of the
+ * chosen function (fdlibm's minimax sets), evaluated by Estrin's scheme:
+ *     sin(r) = r + (r z) P_s(z),   cos(r) = w + (((1 - w) - z/2) + z^2 P_c(z))
+ * with w = 1 - z/2 (the bracket is w's rounding error, so cos keeps the
+ * accuracy of sin).  Error below 1.2e-16 before the final product by scale.
+ */
+static inline double ok__cos_kernel(double x, double magic, double scale)
+{
+    double t = x * OK_INVPIO2 + magic;
+    double n = t - magic;
+    double r = (x - n * OK_PIO2_1) - n * OK_COS_PIO2_2;
+    double z = r * r, zz = z * z, p, hz, w, lo, a, v, sscale;
+    uint64_t q, m, u;
+    memcpy(&q, &t, sizeof q);
+    m = (uint64_t)((int64_t)(q << 63) >> 63);          /* all ones where cos(r) */
+    memcpy(&u, &scale, sizeof u);
+    u ^= (q >> 1) << 63;
+    memcpy(&sscale, &u, sizeof u);
+    p = (ok__select(m, -1.66666666666666324348e-01, 4.16666666666666019037e-02)
+         + z * ok__select(m, 8.33333333332248946124e-03, -1.38888888888741095749e-03))
+        + zz * ((ok__select(m, -1.98412698298579493134e-04, 2.48015872894767294178e-05)
+                 + z * ok__select(m, 2.75573137070700676789e-06, -2.75573143513906633035e-07))
+                + zz * (ok__select(m, -2.50507602534068634195e-08, 2.08757232129817482790e-09)
+                        + z * ok__select(m, 1.58969099521155010221e-10,
+                                         -1.13596475577881948265e-11)));
+    hz = 0.5 * z;
+    w = 1.0 - hz;
+    lo = (1.0 - w) - hz;
+    memcpy(&u, &lo, sizeof u);
+    u &= m;                                             /* 0 for sin(r) */
+    memcpy(&lo, &u, sizeof u);
+    a = ok__select(m, r, z);                            /* r z or z^2 */
+    v = ok__select(m, r, w) + (lo + (a * z) * p);
+    return sscale * v;
+}
+
+/* libm's scale * cos(x + shift * pi/2), for the arguments the kernels leave out. */
+static inline double ok__cos_libm(double x, double scale, int shift)
+{
+    double v = (shift & 1) ? sin(x) : cos(x);
+    return ((shift + 1) & 2) ? -(scale * v) : scale * v;
+}
+
+/* The double tile's value for one element, whatever its argument. */
+static inline double ok__cos_one(double x, double magic, double scale, int shift)
+{
+    if (!(fabs(x) <= OK_TRIG_MAX)) return ok__cos_libm(x, scale, shift);
+    return ok__cos_kernel(x, magic, scale);
+}
+
+/*
  * z[i, k] <- scale * cos(z[i, k] + bias[k] + shift * pi/2) over an n x m
- * row-major tile (leading dimension ld).  bias may be NULL.  Tiles whose
- * arguments all lie in the reduction's range take the vector loop; the rare
- * tile with a huge argument (heavy-tailed weights) takes the exact scalar one.
+ * row-major tile (leading dimension ld).  bias may be NULL; shift is 0 (cos)
+ * or 3 (sin).  Max abs error 2e-16 * |scale|: 1.2e-16 from the kernel, then
+ * the product by scale rounds once (1.85e-16 * |scale| measured at worst);
+ * |arguments| > OK_TRIG_MAX, inf and nan get libm's value (nan for inf, nan).
  */
 OK_TARGET_CLONES __attribute__((unused))
 static void ok_cos_tile(double *z, int64_t n, int64_t m, int64_t ld, const double *bias,
                         double scale, int shift)
 {
+    const double magic = OK_ROUND_MAGIC + (double)(shift + 1);
+    const double tmax = OK_TRIG_MAX;
+    uint64_t lim;
     int64_t i, k;
-    double amax = 0.0;
+    memcpy(&lim, &tmax, sizeof lim);
     for (i = 0; i < n; i++) {
         double *row = z + i * ld;
+        uint64_t out = 0;
+        /* one pass adds the bias and flags the row: lim minus |x|'s bits is
+         * negative for |x| > OK_TRIG_MAX, inf and nan (an integer test, so
+         * it vectorises in every clone) */
         if (bias) {
-            for (k = 0; k < m; k++) row[k] += bias[k];
+            for (k = 0; k < m; k++) {
+                uint64_t u;
+                row[k] += bias[k];
+                memcpy(&u, &row[k], sizeof u);
+                out |= lim - (u & 0x7fffffffffffffffULL);
+            }
+        } else {
+            for (k = 0; k < m; k++) {
+                uint64_t u;
+                memcpy(&u, &row[k], sizeof u);
+                out |= lim - (u & 0x7fffffffffffffffULL);
+            }
         }
-        for (k = 0; k < m; k++) {
-            double a = fabs(row[k]);
-            amax = a > amax ? a : amax;
-        }
-    }
-    if (!(amax <= OK_TRIG_MAX)) {
-        for (i = 0; i < n; i++) {
-            double *row = z + i * ld;
-            for (k = 0; k < m; k++)
-                row[k] = scale * (shift == 3 ? ok_sin(row[k]) : ok_cos(row[k]));
-        }
-        return;
-    }
-    for (i = 0; i < n; i++) {
-        double *row = z + i * ld;
-        for (k = 0; k < m; k++) {
-            double x = row[k];
-            double t = x * OK_INVPIO2 + OK_ROUND_MAGIC;
-            double nn = t - OK_ROUND_MAGIC;
-            double r = ((x - nn * OK_PIO2_1) - nn * OK_PIO2_2) - nn * OK_PIO2_3;
-            int q = ((int)nn + shift) & 3;
-            double zz = r * r;
-            double ps = 1.58969099521155010221e-10;
-            double pc = -1.13596475577881948265e-11;
-            double s, c, v;
-            ps = ps * zz + -2.50507602534068634195e-08;
-            pc = pc * zz + 2.08757232129817482790e-09;
-            ps = ps * zz + 2.75573137070700676789e-06;
-            pc = pc * zz + -2.75573143513906633035e-07;
-            ps = ps * zz + -1.98412698298579493134e-04;
-            pc = pc * zz + 2.48015872894767294178e-05;
-            ps = ps * zz + 8.33333333332248946124e-03;
-            pc = pc * zz + -1.38888888888741095749e-03;
-            ps = ps * zz + -1.66666666666666324348e-01;
-            pc = pc * zz + 4.16666666666666019037e-02;
-            s = r + r * zz * ps;
-            c = 1.0 - 0.5 * zz + zz * zz * pc;
-            v = (q & 1) ? s : c;
-            row[k] = scale * ((((q + 1) & 2) ? -v : v));
+        if (out >> 63) {
+            for (k = 0; k < m; k++) row[k] = ok__cos_one(row[k], magic, scale, shift);
+        } else {
+            for (k = 0; k < m; k++) row[k] = ok__cos_kernel(row[k], magic, scale);
         }
     }
 }
 
+/* The float kernel's range: with |n + 1/2| < 2^14 the 9-bit heads of pi keep
+ * the Cody-Waite products exact; larger arguments take the double path. */
+#define OK_TRIG_MAX_F32 32768.0f
+
+/*
+ * scale * cos(x + shift * pi/2) in float arithmetic for |x| <= OK_TRIG_MAX_F32.
+ * x + shift pi/2 = (k + h) pi + pi/2 + r with h = 1/2 for an even shift, 0 for
+ * an odd one, so the result is +-sin(r), |r| <= pi/2 (one odd polynomial of
+ * degree 9, minimax for the relative error, Estrin's scheme); bit 0 of t,
+ * offset by magic = 1.5 * 2^23 + (shift + 2) / 2, is the sign.  Pi is split in
+ * three parts (9 + 9 + 24 bits).  Error below 1.2 float ulps of 1 before the
+ * product by scale.
+ */
+static inline float ok__cosf_kernel(float x, float h, float magic, float scale)
+{
+    float t = (x * 3.183098733e-01f - h) + magic;
+    float c = (t - magic) + h;                          /* k + h */
+    float r = ((x - c * 3.140625f) - c * 9.670257568e-04f) - c * 6.278329465e-07f;
+    float z, zz, p;
+    uint32_t tb, rb;
+    memcpy(&tb, &t, sizeof tb);
+    memcpy(&rb, &r, sizeof rb);
+    rb ^= tb << 31;                                     /* sin(-r) = -sin(r) */
+    memcpy(&r, &rb, sizeof r);
+    z = r * r;
+    zz = z * z;
+    p = (-1.666665971e-01f + z * 8.333067410e-03f)
+        + zz * (-1.980955421e-04f + z * 2.605466534e-06f);
+    return scale * (r + (r * z) * p);
+}
+
 /*
  * Single-precision twin of ok_cos_tile for float32 models: the same contract
- * on a float tile.  Reference version (through the double kernel).
+ * on a float tile, the argument being the float sum z + bias.  Max abs error
+ * 3 float ulps of 1 times |scale|; |arguments| > OK_TRIG_MAX_F32, inf and nan
+ * go through the double path (then libm).
  */
-__attribute__((unused))
+OK_TARGET_CLONES __attribute__((unused))
 static void ok_cos_tile_f32(float *z, int64_t n, int64_t m, int64_t ld, const float *bias,
                             float scale, int shift)
 {
+    const float h = (shift & 1) ? 0.0f : 0.5f;
+    const float magic = 12582912.0f + (float)((shift + 2) >> 1);
+    const double dmagic = OK_ROUND_MAGIC + (double)(shift + 1);
+    const float tmax = OK_TRIG_MAX_F32;
+    uint32_t lim;
     int64_t i, k;
+    memcpy(&lim, &tmax, sizeof lim);
     for (i = 0; i < n; i++) {
         float *row = z + i * ld;
-        for (k = 0; k < m; k++) {
-            double x = (double)row[k] + (bias ? (double)bias[k] : 0.0);
-            row[k] = (float)((double)scale * (shift == 3 ? ok_sin(x) : ok_cos(x)));
+        uint32_t out = 0;
+        if (bias) {
+            for (k = 0; k < m; k++) {
+                uint32_t u;
+                row[k] += bias[k];
+                memcpy(&u, &row[k], sizeof u);
+                out |= lim - (u & 0x7fffffffU);
+            }
+        } else {
+            for (k = 0; k < m; k++) {
+                uint32_t u;
+                memcpy(&u, &row[k], sizeof u);
+                out |= lim - (u & 0x7fffffffU);
+            }
+        }
+        if (out >> 31) {
+            for (k = 0; k < m; k++) {
+                float x = row[k];
+                row[k] = (fabsf(x) <= OK_TRIG_MAX_F32)
+                    ? ok__cosf_kernel(x, h, magic, scale)
+                    : (float)ok__cos_one((double)x, dmagic, (double)scale, shift);
+            }
+        } else {
+            for (k = 0; k < m; k++) row[k] = ok__cosf_kernel(row[k], h, magic, scale);
         }
     }
 }

@@ -103,9 +103,9 @@ cdef Py_ssize_t KEEP_BYTES = 32 * 2 ** 20
 
 def _threads(n_jobs):
     """Threads for ``n_jobs`` (scikit-learn's convention: None is 1, -1 all cores)."""
-    import os
     if n_jobs is None:
         return 1
+    import os
     cores = os.cpu_count() or 1
     n = int(n_jobs)
     if n == 0:
@@ -128,6 +128,9 @@ cdef class BlockSource:
     cdef readonly Py_ssize_t param_size
     cdef readonly bint single
     cdef void** slots
+    # One workspace kept between calls: a one-row partial_fit or predict
+    # would otherwise allocate (and page-fault) its scratch every time.
+    cdef object spare
 
     def __cinit__(self, CyFeatureMap fmap, uint64_t seed, Py_ssize_t cache_bytes,
                   dtype=np.float64):
@@ -137,6 +140,7 @@ cdef class BlockSource:
         if dt != np.float64 and dt != np.float32:
             raise ValueError(f"dtype must be float32 or float64, got {dt}")
         self.single = dt == np.float32
+        self.spare = None
         self.fmap = fmap
         self.seed = seed
         self.param_size = fmap.param_size
@@ -219,7 +223,7 @@ cdef struct Work:
 
 
 cdef class _Workspace:
-    """One Work per thread for one solver call (freed when the call ends)."""
+    """One Work per thread for solver calls on one model (see _workspace)."""
     cdef Work* w
     cdef int n
 
@@ -249,6 +253,25 @@ cdef class _Workspace:
                 free(self.w[t].phi)
                 free(self.w[t].work)
             free(self.w)
+
+
+cdef _Workspace _workspace(BlockSource src, int n_threads):
+    """Scratch for ``n_threads`` threads of TILE rows: the model's spare one if it fits.
+
+    Called with the GIL held, so taking and returning the spare is atomic
+    with respect to other Python threads; concurrent calls on one model
+    simply allocate their own.
+    """
+    cdef _Workspace ws = src.spare
+    if ws is not None and ws.n >= n_threads:
+        src.spare = None
+        return ws
+    return _Workspace(src, n_threads)
+
+
+cdef void _give_back(BlockSource src, _Workspace ws):
+    if src.spare is None or (<_Workspace>src.spare).n < ws.n:
+        src.spare = ws
 
 
 cdef inline void _transform(CyFeatureMap fmap, const real* p, const real* X, Py_ssize_t n,
@@ -340,7 +363,7 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
     cdef real[:, ::1] acc = acc_arr
     out = np.empty((n, K), dtype=np.float64)
     cdef double[:, ::1] o = out
-    cdef _Workspace ws = _Workspace(src, nt)
+    cdef _Workspace ws = _workspace(src, nt)
     cdef const real* p
     cdef real* acc0 = &acc[0, 0] if n else NULL
     cdef const real* X0 = &X[0, 0] if n else NULL
@@ -355,8 +378,10 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
                     for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
                         r0 = t * TILE
                         _tile_accumulate(fmap, p, &ws.w[threadid()], X0 + r0 * d,
-                                         min(<Py_ssize_t>TILE, n - r0), d, C0 + j * fmap.n_components * K,
-                                         K, acc0 + r0 * K, <real*>NULL)
+                                         min(<Py_ssize_t>TILE, n - r0), d,
+                                         C0 + j * fmap.n_components * K, K, acc0 + r0 * K,
+                                         <real*>NULL)
+    _give_back(src, ws)
     fmap.raise_pending()
     with nogil:
         for i in range(n):
@@ -422,8 +447,10 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
     if Y.shape[0] != X.shape[0] or m != loss.n_targets(K):
         raise ValueError(f"Y has shape {(Y.shape[0], m)}; the loss needs {X.shape[0]} rows of "
                          f"{loss.n_targets(K)} target columns for {K} outputs")
-    if n_rows and (np.min(order) < 0 or np.max(order) >= X.shape[0]):
-        raise ValueError("order holds row indices outside X")
+    cdef Py_ssize_t r
+    for r in range(n_rows):
+        if order[r] < 0 or order[r] >= X.shape[0]:
+            raise ValueError("order holds row indices outside X")
     if sample_weight.shape[0] != X.shape[0]:
         raise ValueError("sample_weight needs one weight per row of X")
     if counters.shape[0] != 3:
@@ -457,7 +484,7 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
     if keep_blocks <= KEEP_BYTES // (dt.itemsize * nb_max * F):
         keep_arr = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
     cdef int nt = _n_threads(src, n_jobs, keep_blocks)
-    cdef _Workspace ws = _Workspace(src, nt, min(nb_max, <Py_ssize_t>TILE))
+    cdef _Workspace ws = _workspace(src, nt)
     cdef real[:, ::1] Xb = Xb_arr
     cdef real[:, ::1] Gr = Gr_arr
     cdef real[::1] parts = parts_arr
@@ -474,6 +501,7 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
                         Xb, Yb, U, G, Gr, parts, ws, nt,
                         coef_avg, intercept_avg, avg_start, keep, reuse)
         finally:
+            _give_back(src, ws)
             fmap.raise_pending()
     if reuse is not None:
         reuse.raise_pending()

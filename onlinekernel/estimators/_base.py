@@ -431,15 +431,18 @@ class BaseDSG(BaseEstimator):
         n = order.shape[0]
         n_steps = -(-n // B)
         self._ensure_capacity(state, n_steps)
-        rows = np.full(n_steps, B, dtype=np.int64)
-        rows[-1] = n - B * (n_steps - 1)
+        if n_steps == 1:  # a small partial_fit: no arrays to build for one step
+            rows = np.array([n], dtype=np.int64)
+        else:
+            rows = np.full(n_steps, B, dtype=np.int64)
+            rows[-1] = n - B * (n_steps - 1)
         steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B,
                            eta0=self.eta0, t0=self.t0, alpha=alpha)
         state["samples_seen_"] += n
         scale = np.array([state["_scale"]])
         counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
                             dtype=np.int64)
-        max_blocks = self.max_blocks if self.max_blocks is not None else np.iinfo(np.int64).max
+        max_blocks = self.max_blocks if self.max_blocks is not None else 2 ** 63 - 1
         X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
         train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],

@@ -21,6 +21,7 @@ MODULES = {
     "onlinekernel._solver": "onlinekernel/_solver.pyx",
     "onlinekernel._reuse": "onlinekernel/_reuse.pyx",
     "onlinekernel._operator": "onlinekernel/_operator.pyx",
+    "onlinekernel._shrinking": "onlinekernel/_shrinking.pyx",
     "onlinekernel_plugins._losses": "plugins/_losses.pyx",
     "onlinekernel_plugins._novelty": "plugins/_novelty.pyx",
     "onlinekernel_plugins._quantile": "plugins/_quantile.pyx",
@@ -30,6 +31,7 @@ MODULES = {
     "onlinekernel_plugins._laplacian": "plugins/_laplacian.pyx",
     "onlinekernel_plugins._arccos": "plugins/_arccos.pyx",
     "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
+    "onlinekernel_plugins._iln": "plugins/_iln.pyx",
 }
 
 if sys.platform == "win32":

@@ -20,9 +20,12 @@ from onlinekernel.registry import (
     available_feature_maps, available_losses, get_feature_map, get_loss)
 from onlinekernel.estimators import (
     DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor, DSGOneClassSVM,
-    DSGQuantileRegressor, DSGRegressor)
+    DSGQuantileRegressor, DSGRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
+    ShrinkingGradientRegressor)
 from onlinekernel.modelfile import ModelFileError, load
 
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",
-           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor", "load", "ModelFileError"]
+           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor",
+           "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
+           "load", "ModelFileError"]

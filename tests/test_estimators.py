@@ -16,7 +16,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from onlinekernel import (DSGClassifier, DSGGaussianProcessRegressor, DSGOneClassSVM,
-                          DSGQuantileRegressor, DSGRegressor, Loss)
+                          DSGQuantileRegressor, DSGRegressor, FixedFeatureClassifier,
+                          FixedFeatureRegressor, Loss,
+                          ShrinkingGradientRegressor)
 
 # Small models for the tests of our own: 16 features per block, a budget of
 # 4 blocks, 8 rows per step; the step schedule is pinned so that tuning the
@@ -80,7 +82,9 @@ def _expected_failed_checks(estimator):
 
 @parametrize_with_checks([DSGClassifier(), DSGRegressor(), DSGClassifier(dtype="float32"),
                           DSGRegressor(dtype="float32"), DSGOneClassSVM(),
-                          DSGQuantileRegressor(), DSGGaussianProcessRegressor()],
+                          DSGQuantileRegressor(), DSGGaussianProcessRegressor(),
+                          ShrinkingGradientRegressor(), FixedFeatureRegressor(),
+                          FixedFeatureClassifier()],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check, monkeypatch):
     if getattr(check, "func", check).__name__ == "check_array_api_input":

@@ -24,6 +24,8 @@ REGISTERED = sorted(onlinekernel.available_feature_maps())
 VARIANTS = {
     "gaussian": [{"pairs": True}],
     "arccos": [{"order": 0}, {"order": 2}],
+    "iln": [{"activation": "sigmoid"}, {"gamma": 0.5, "bias": 1.0},
+            {"activation": "sigmoid", "gamma": 2.0, "bias": 0.5}],
 }
 
 
@@ -37,7 +39,8 @@ def _config_id(cfg):
 
 
 CONFIGS = _configs()
-KERNEL_CONFIGS = [c for c in CONFIGS if hasattr(get_feature_map(c[0]), "kernel")]
+# the kernel may depend on the parameters (iln's sigmoid units have none)
+KERNEL_CONFIGS = [c for c in CONFIGS if hasattr(get_feature_map(c[0], **c[1]), "kernel")]
 
 
 @pytest.fixture(autouse=True)
@@ -165,6 +168,13 @@ def test_builtin_parameters_come_from_the_documented_streams():
     m = 2 * (d + 1)
     assert np.array_equal(poly[:m], _random.hashes(seed, block, 0, m, F).astype(float))
     assert np.array_equal(poly[m:], _random.signs(seed, block, 1, m))
+    iln = get_feature_map("iln", n_components=F, gamma=0.25, bias=3.0).bind(d)
+    iln = iln.generate_block(seed, block)
+    assert np.array_equal(iln[:F * d], _random.normal(seed, block, 0, F * d) * 0.5)
+    assert np.array_equal(iln[F * d:], _random.normal(seed, block, 1, F) * 3.0)
+    # no bias: exact zeros, and the weights of arccos when gamma = 1
+    iln = get_feature_map("iln", n_components=F, activation="sigmoid").bind(d)
+    assert np.array_equal(iln.generate_block(seed, block), np.concatenate([arc, np.zeros(F)]))
 
 
 def test_laplacian_and_arccos_features_match_numpy():
@@ -182,6 +192,34 @@ def test_laplacian_and_arccos_features_match_numpy():
         Z = X @ W.T
         np.testing.assert_allclose(arc.transform_block(1, 2, X),
                                    np.sqrt(2) * (Z > 0) * np.abs(Z) ** order, rtol=1e-12)
+
+
+def test_iln_features_match_numpy_and_its_kernel():
+    rng = np.random.default_rng(4)
+    X, Y = rng.normal(size=(9, 4)), rng.normal(size=(5, 4))
+    F = 32
+    for activation in ("relu", "sigmoid"):
+        fmap = get_feature_map("iln", n_components=F, gamma=0.7, bias=0.3,
+                               activation=activation).bind(4)
+        p = fmap.generate_block(1, 2)
+        Z = X @ p[:F * 4].reshape(F, 4).T + p[F * 4:]
+        ref = np.sqrt(2) * np.maximum(Z, 0.0) if activation == "relu" else 1 / (1 + np.exp(-Z))
+        np.testing.assert_allclose(fmap.transform_block(1, 2, X), ref, rtol=1e-12, atol=1e-15)
+        # the float32 kernel evaluates the same units to single precision
+        np.testing.assert_allclose(fmap.transform_block(1, 2, X, dtype=np.float32), ref,
+                                   rtol=2e-5, atol=2e-6)
+    # sigmoid units stay in (0, 1) however large the pre-activation
+    big = get_feature_map("iln", activation="sigmoid", gamma=1e6, n_components=64).bind(4)
+    S = big.transform_block(0, 0, 1e3 * X)
+    assert np.isfinite(S).all() and (S >= 0).all() and (S <= 1).all()
+    # ReLU units: arc-cosine kernel of (sqrt(gamma) x, bias)
+    relu = get_feature_map("iln", gamma=0.7, bias=0.3)
+    Xa = np.hstack([np.sqrt(0.7) * X, np.full((9, 1), 0.3)])
+    Ya = np.hstack([np.sqrt(0.7) * Y, np.full((5, 1), 0.3)])
+    np.testing.assert_allclose(relu.kernel(X, Y), get_feature_map("arccos").kernel(Xa, Ya),
+                               rtol=1e-13)
+    with pytest.raises(AttributeError, match="sigmoid units have no closed-form kernel"):
+        get_feature_map("iln", activation="sigmoid").kernel(X, Y)
 
 
 def _tensor_sketch_numpy(fmap, seed, block, X):
@@ -287,6 +325,28 @@ GOLDEN = {
         "last": (0.08522673412457123, -0.013885256229953225, -1.2758406686267185),
         "features": (0.0, 0.007496258236414657, 0.513823357221877, 5.3159991621813,
                      4.79081251873349, 0.0),
+    },
+    ("iln", ()): {
+        0: (0.2801767825969888, -0.5637862518579516, 2.683810791499078, -2.136667445489437,
+            -1.2911216709927325, -0.23634077851133156),
+        1: (-1.0978474757910435, 0.49160349109831836, -0.9560787872801787, 0.21505611276411254,
+            -0.27167500934299843, 0.6757087127842119),
+        1000: (-0.38032675555347845, 0.9580747731888528, -1.633905297035079, -1.5588970199458099,
+               -0.34171843511981126, 0.4743678623217784),
+        "last": (0.0, 0.0, 0.0),
+        "features": (0.0, 0.10296266345131437, 0.852441177118547, 2.741889515046295,
+                     2.602927589999328, 0.0),
+    },
+    ("iln", (("activation", "sigmoid"), ("bias", 0.5), ("gamma", 2.0))): {
+        0: (0.39622980581071976, -0.7973141636570088, 3.7954816201812673, -3.021704079692238,
+            -1.8259217777917354, -0.33423633431254085),
+        1: (-1.5525907896807618, 0.695232324421203, -1.3520995876688502, 0.30413527134224566,
+            -0.38420648277070574, 0.9555964258330988),
+        1000: (-0.537863255837086, 1.3549223380112028, -2.3106910307002493, -2.204613307950366,
+               -0.48326284545934767, 0.6708574644493922),
+        "last": (-0.25753497170749845, 0.5344994122568835, 0.6056275980826853),
+        "features": (0.040621747113875346, 0.6269427904756778, 0.5250433292920806,
+                     0.9509281841619809, 0.9323810577368373, 0.02161990312690031),
     },
     ("poly_sketch", ()): {
         0: (13.0, 2.0, 13.0, 14.0, 0.0, 2.0),
@@ -399,6 +459,14 @@ INVALID = [
     ("arccos", {"order": 1.5}, "order"),
     ("arccos", {"order": True}, "order"),
     ("arccos", {"gamma": 1.0}, "gamma"),
+    ("iln", {"gamma": 0.0}, "gamma"),
+    ("iln", {"gamma": math.inf}, "gamma"),
+    ("iln", {"gamma": math.nan}, "gamma"),
+    ("iln", {"activation": "tanh"}, "activation"),
+    ("iln", {"activation": None}, "activation"),
+    ("iln", {"bias": -1.0}, "bias"),
+    ("iln", {"bias": math.nan}, "bias"),
+    ("iln", {"order": 1}, "order"),
     ("poly_sketch", {"n_components": 100}, "n_components"),
     ("poly_sketch", {"n_components": 2 ** 31}, "n_components"),
     ("poly_sketch", {"degree": 0}, "degree"),

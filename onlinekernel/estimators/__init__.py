@@ -1,10 +1,13 @@
 """Scikit-learn compatible estimators."""
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._density_ratio import DSGDensityRatio
+from onlinekernel.estimators._fixed import FixedFeatureClassifier, FixedFeatureRegressor
 from onlinekernel.estimators._gp import DSGGaussianProcessRegressor
 from onlinekernel.estimators._novelty import DSGOneClassSVM
 from onlinekernel.estimators._quantile import DSGQuantileRegressor
 from onlinekernel.estimators._regressor import DSGRegressor
+from onlinekernel.estimators._shrinking import ShrinkingGradientRegressor
 
 __all__ = ["DSGClassifier", "DSGDensityRatio", "DSGGaussianProcessRegressor",
-           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor"]
+           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor", "FixedFeatureClassifier",
+           "FixedFeatureRegressor", "ShrinkingGradientRegressor"]

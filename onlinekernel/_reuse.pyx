@@ -200,6 +200,12 @@ cdef class Reuse:
             raise MemoryError()
         self.cap_rows, self.cap_F, self.cap_K = batch_size, F, K
 
+    def float32_ready(self, Py_ssize_t batch_size, Py_ssize_t F):
+        """Whether float32 steps can run these rules: reuse 'all' with the
+        default schedule, preconditioned, no projection, batches <= F rows."""
+        return (self.mode == REUSE_ALL and self.new_steps == 1 and self.reuse_steps == 0
+                and self.radius <= 0.0 and self.ridge > 0.0 and batch_size <= F)
+
     def raise_pending(self):
         """Raise (and clear) the error a step left behind."""
         if self.failed:

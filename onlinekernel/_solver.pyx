@@ -462,8 +462,10 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
                          "intercept")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
-    if reuse is not None and src.single:
-        raise ValueError("reuse rules, preconditioning and projection need a float64 model")
+    if reuse is not None and src.single and not reuse.float32_ready(B, F):
+        raise ValueError("in float32 models only reuse='all' with preconditioning runs, on "
+                         "batches no larger than a block; the other reuse rules and the "
+                         "projection need a float64 model")
 
     cdef Py_ssize_t nb_max = min(B, max(1, n_rows))
     # Every block a step evaluates: max_blocks, or more when the model already
@@ -579,9 +581,12 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                     sc = 1.0
 
             if act >= 0:  # reuse modes, preconditioning (onlinekernel._reuse)
-                if real is double:  # train_steps refuses reuse for float32 models
+                if real is double:
                     nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, d, &G[0, 0], K, C0,
                                        nblk, max_blocks, counters[1], gamma, sc, factor, kept)
+                else:  # float32 models: the preconditioned 'all' steps only (checked)
+                    nblk = _precondition_step_f32(src, &ws.w[0], reuse, act, XB, nb, d,
+                                                  &G[0, 0], K, C0, nblk, gamma, sc, kept)
             elif nblk < max_blocks:
                 memset(C0 + nblk * F * K, 0, F * K * sizeof(real))
                 cst = -gamma / (nb * F) / sc
@@ -779,3 +784,46 @@ cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const d
         if ru.radius > 0.0:
             ru.norm2 += sc * sc * (_sqnorm(coef + jbest * FK, FK) - before)
     return nblk
+
+
+cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int act,
+                                       const float* Xb, Py_ssize_t nb, Py_ssize_t d,
+                                       const double* G, Py_ssize_t K, float* coef,
+                                       Py_ssize_t nblk, double gamma, double sc,
+                                       const float* kept) noexcept nogil:
+    """The preconditioned block updates of a float32 model (reuse 'all', nb <= F).
+
+    The same update as ``_move_block``'s ``nb <= F`` branch: the batch's
+    features are widened to double for the solve, whose result is added to
+    the float coefficients.  A new block (ACT_NEW) or every block (ACT_ALL,
+    each by its share of the step).
+    """
+    cdef Py_ssize_t F = src.fmap.n_components, FK = F * K
+    cdef Py_ssize_t j, i, r0, rows, first, last
+    cdef double step
+    cdef const float* p
+    cdef float* phi = <float*>w.phi
+    if act == ACT_NEW:
+        first, last, step = nblk, nblk + 1, gamma
+    else:
+        first, last, step = 0, nblk, gamma / nblk
+    for j in range(first, last):
+        if act == ACT_NEW:
+            memset(coef + j * FK, 0, FK * sizeof(float))
+        if kept != NULL and act != ACT_NEW:
+            for i in range(nb * F):
+                ru.phi[i] = kept[j * nb * F + i]
+        else:
+            p = <const float*>src.get(j, w.params, w.params64)
+            r0 = 0
+            while r0 < nb:
+                rows = min(<Py_ssize_t>TILE, nb - r0)
+                src.fmap.transform_f32(p, Xb + r0 * d, rows, d, phi, <float*>w.work)
+                for i in range(rows * F):
+                    ru.phi[r0 * F + i] = phi[i]
+                r0 += rows
+        memset(ru.direction, 0, FK * sizeof(double))
+        ru.solve_rows(ru.phi, nb, F, G, K, -step / nb / sc, ru.direction)
+        for i in range(FK):
+            coef[j * FK + i] = <float>(coef[j * FK + i] + ru.direction[i])
+    return last if act == ACT_NEW else nblk

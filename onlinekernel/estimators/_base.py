@@ -234,9 +234,10 @@ class BaseDSG(BaseEstimator):
             raise ValueError(f"reuse_schedule must be a pair (G, U) of integers, G >= 1 new-block "
                              f"steps then U >= 0 reuse steps, got {sched!r}")
         pre = self.precondition
-        if not isinstance(pre, (bool, np.bool_)) and not (
-                isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0):
-            raise ValueError(f"precondition must be True, False or a ridge > 0, got {pre!r}")
+        if not (isinstance(pre, (bool, np.bool_)) or (isinstance(pre, str) and pre == "auto")
+                or (isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0)):
+            raise ValueError(f"precondition must be 'auto', True, False or a ridge > 0, "
+                             f"got {pre!r}")
         if self._ridge() and self.reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
@@ -244,15 +245,21 @@ class BaseDSG(BaseEstimator):
         if self.projection and not getattr(self, "alpha", 0.0) > 0:
             raise ValueError("projection=True needs alpha > 0: the ball has radius "
                              "1 / sqrt(alpha)")
-        plain = (self.reuse == "all" and tuple(sched) == (1, 0) and not self._ridge()
-                 and not self.projection)
-        if not plain and self._model_dtype() != np.float64:
-            raise ValueError("reuse modes other than 'all', reuse_schedule, precondition and "
-                             "projection run in float64 models: set dtype='float64'")
+        plain = self.reuse == "all" and tuple(sched) == (1, 0) and not self.projection
+        if self._model_dtype() != np.float64 and not (
+                plain and (not self._ridge() or self.batch_size <= self.block_size)):
+            raise ValueError("in float32 models only reuse='all' runs, preconditioned on "
+                             "batches no larger than block_size; reuse modes, reuse_schedule "
+                             "and projection need dtype='float64'")
 
     def _ridge(self):
         """The preconditioning ridge (0: none)."""
         pre = self.precondition
+        if isinstance(pre, str):  # "auto": wherever the solve runs
+            single = self._model_dtype() != np.float64
+            if self.reuse == "check" or (single and self.batch_size > self.block_size):
+                return 0.0
+            return _DEFAULT_RIDGE
         if isinstance(pre, (bool, np.bool_)):
             return _DEFAULT_RIDGE if pre else 0.0
         return float(pre)

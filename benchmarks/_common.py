@@ -1,0 +1,258 @@
+"""Helpers shared by the benchmark scripts: machine description, timing, results.
+
+The scripts in ``benchmarks/`` import this module by name (``from _common
+import ...``): run as ``python benchmarks/<script>.py`` the folder is first on
+``sys.path``; the smoke tests add it themselves.
+
+* :func:`machine_info`, :func:`build_info` and :func:`report_header` describe
+  where and on which build a benchmark ran;
+* :func:`time_call` times a call over repeats and keeps every sample and
+  their median (the figure the scripts report: on a shared machine the median
+  is steadier than the mean and less flattering than the minimum);
+* :func:`write_json` writes a report atomically;
+* :func:`load_dataset` reads ``<data-dir>/<name>.npz`` (``X_train``,
+  ``y_train``, ``X_test``, ``y_test``), by default from ``../shared/data``
+  beside the repository.
+
+Examples
+--------
+>>> t = time_call(lambda: sum(range(1000)), repeats=3)
+>>> len(t["samples_s"]), t["median_s"] > 0
+(3, True)
+>>> summarize([3.0, 1.0, 2.0, 10.0])["median"]
+2.5
+"""
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
+
+
+# --------------------------------------------------------------------------- #
+# where and what was measured
+# --------------------------------------------------------------------------- #
+def _versions():
+    import scipy
+    import sklearn
+
+    import onlinekernel
+    return {"python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+            "onlinekernel": onlinekernel.__version__}
+
+
+def cpu_model():
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages, or None where the OS has none."""
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def machine_info():
+    """Platform, CPU, core count, package versions and the BLAS libraries loaded.
+
+    Examples
+    --------
+    >>> info = machine_info()
+    >>> info["cpu_count"] >= 1 and "numpy" in info
+    True
+    """
+    from threadpoolctl import threadpool_info
+    info = {"platform": platform.platform(), "machine": platform.machine(),
+            "processor": cpu_model(), "cpu_count": os.cpu_count()}
+    info.update(_versions())
+    info["blas"] = [dict({k: i.get(k) for k in ("internal_api", "version", "num_threads",
+                                                  "architecture")},
+                         library=Path(i.get("filepath", "")).name)
+                    for i in threadpool_info() if i.get("user_api") == "blas"]
+    return info
+
+
+def build_info():
+    """Which onlinekernel was measured: git commit, local changes, solver file time.
+
+    Read-only git queries (``--no-optional-locks``: never touches the index);
+    None where git or the repository is absent.
+    """
+    from onlinekernel import _solver
+
+    def git(*cmd):
+        try:
+            out = subprocess.run(["git", "--no-optional-locks", "-C", str(REPO), *cmd],
+                                 capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--", "onlinekernel", "plugins", "setup.py")
+    solver = Path(_solver.__file__)
+    return {
+        "git_commit": git("rev-parse", "HEAD") or None,
+        "uncommitted_changes_in_package": None if status is None else bool(status),
+        "solver_extension": solver.name,
+        "solver_extension_mtime_utc": datetime.datetime.fromtimestamp(
+            solver.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def report_header(benchmark, mode):
+    """The fields every benchmark report starts with (load average at start included)."""
+    return {
+        "benchmark": benchmark,
+        "mode": mode,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "machine": machine_info(),
+        "onlinekernel_build": build_info(),
+        "load_average_at_start": load_average(),
+    }
+
+
+def make_logger(started=None, stream=None):
+    """A ``log(msg)`` printing the seconds elapsed since ``started``.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> make_logger(stream=out)("hello")
+    >>> out.getvalue().endswith("hello\\n")
+    True
+    """
+    t0 = time.perf_counter() if started is None else started
+
+    def log(msg):
+        print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=stream or sys.stdout,
+              flush=True)
+    return log
+
+
+# --------------------------------------------------------------------------- #
+# timing
+# --------------------------------------------------------------------------- #
+def thread_cpu_seconds():
+    """CPU seconds (user + system) of every thread of this process, by thread id.
+
+    Read from ``/proc/self/task`` (clock-tick resolution, 10 ms on most
+    Linux systems); None where there is no such directory.  The difference
+    of two readings gives each thread's share of a call, so the busiest
+    thread's time estimates the call's duration had every thread a core.
+
+    Examples
+    --------
+    >>> times = thread_cpu_seconds()
+    >>> times is None or all(t >= 0 for t in times.values())
+    True
+    """
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                # fields after the ")" closing the command name: state, ppid,
+                # ... utime and stime are the 12th and 13th
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[tid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def busiest_thread_seconds(before, after):
+    """Largest per-thread CPU time between two :func:`thread_cpu_seconds` readings."""
+    if before is None or after is None:
+        return None
+    return max((after[t] - before.get(t, 0.0) for t in after), default=0.0)
+
+
+def summarize(samples):
+    """Median, minimum, maximum and count of a list of measurements."""
+    a = np.asarray(samples, dtype=np.float64)
+    return {"median": float(np.median(a)), "min": float(a.min()), "max": float(a.max()),
+            "n": int(a.size)}
+
+
+def time_call(fn, repeats, warmup=0):
+    """Wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed ones.
+
+    Returns ``{"median_s", "samples_s"}``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return {"median_s": float(np.median(samples)), "samples_s": samples}
+
+
+# --------------------------------------------------------------------------- #
+# files
+# --------------------------------------------------------------------------- #
+def write_json(path, report):
+    """Write ``report`` as indented JSON; the file is replaced in one step."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_dataset(name, data_dir=DEFAULT_DATA_DIR, dtype=np.float64):
+    """``X_train, y_train, X_test, y_test`` of ``<data_dir>/<name>.npz``.
+
+    X comes back C-contiguous in ``dtype``.  A missing file raises
+    FileNotFoundError naming the file and the ``--data-dir`` option.
+    """
+    path = Path(data_dir) / f"{name}.npz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: pass --data-dir pointing to the folder "
+                                f"that holds {name}.npz (default: {DEFAULT_DATA_DIR})")
+    with np.load(path) as d:
+        return (np.ascontiguousarray(d["X_train"], dtype=dtype), d["y_train"],
+                np.ascontiguousarray(d["X_test"], dtype=dtype), d["y_test"])
+
+
+def parse_int_list(text):
+    """``"16,128,784"`` -> ``[16, 128, 784]`` (for argparse ``type=``).
+
+    Examples
+    --------
+    >>> parse_int_list("16, 128,784")
+    [16, 128, 784]
+    """
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"expected comma-separated positive integers, got {text!r}")
+    return values

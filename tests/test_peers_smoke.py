@@ -19,7 +19,7 @@ peers = importlib.import_module("peers")
 run = importlib.import_module("run")
 
 TINY = ["--datasets", "shells32", "--synthetic-train", "600", "--synthetic-test", "200",
-        "--test-rows", "200", "--curve-test-rows", "100", "--block-size", "16",
+        "--test-rows", "200", "--curve-test-rows", "100", "--block-size", "32",
         "--max-blocks", "4", "--chunk-rows", "256", "--sk-batch-sizes", "64,256",
         "--river-samples", "40", "--river-features", "32", "--river-test-rows", "20",
         "--latency-d", "10", "--latency-updates", "10", "--river-latency-updates", "4",

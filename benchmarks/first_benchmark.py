@@ -500,7 +500,7 @@ def main(argv=None):
             "loss": "hinge", "kernel": "gaussian", "alpha": 1e-6, "batch_size": 64,
             "block_size": args.block_size, "max_blocks": args.max_blocks,
             "learning_rate": "inverse", "eta0": 512.0, "t0": 100.0, "fit_intercept": True,
-            "random_state": args.seed,
+            "precondition": False, "random_state": args.seed,
         },
         "onlinekernel_chunk_rows": 4096,
         "sklearn_sampler": {"n_components": M, "random_state": args.seed},

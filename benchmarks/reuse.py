@@ -37,11 +37,14 @@ DEFAULT_DATA_DIR = Path(os.environ.get("ONLINEKERNEL_DATA",
                                        Path(__file__).resolve().parents[2] / "shared" / "data"))
 OUTPUT = Path(__file__).resolve().parent / "results" / "reuse.json"
 
+# The classifier's settings when this comparison was run (plain steps,
+# batches of 64, eta0=512), written out so that it survives later defaults.
+SETTINGS = dict(batch_size=64, eta0=512.0, precondition=False)
 # name: (constructor parameters, training rows, test rows, passes)
 DATASETS = {
-    "ijcnn1": (dict(), 20000, 20000, 3),
-    "letter": (dict(gamma=3.0), 15000, 5000, 3),
-    "covtype_binary_sub20k": (dict(gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0,
+    "ijcnn1": (dict(SETTINGS), 20000, 20000, 3),
+    "letter": (dict(SETTINGS, gamma=3.0), 15000, 5000, 3),
+    "covtype_binary_sub20k": (dict(SETTINGS, gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0,
                                    fit_intercept=False), 16000, 4000, 3),
 }
 
@@ -90,7 +93,7 @@ def main(argv=None):
             n_train, n_test, passes = 2000, 2000, 1
         X, y, Xt, yt = load(args.data_dir, name, n_train, n_test)
         for cfg in configs:
-            model = DSGClassifier(random_state=0, n_epochs=passes, **params, **cfg)
+            model = DSGClassifier(random_state=0, n_epochs=passes, **{**params, **cfg})
             t0 = time.perf_counter()
             model.fit(X, y)
             fit_s = time.perf_counter() - t0

@@ -11,7 +11,7 @@ Examples
 >>> for start in range(0, 400, 50):  # an online loop
 ...     _ = clf.partial_fit(X[start:start + 50], y[start:start + 50], classes=[0, 1])
 >>> clf.n_random_features_
-2048
+4096
 """
 from onlinekernel._version import __version__
 from onlinekernel.featuremaps import FeatureMap

@@ -78,9 +78,9 @@ Examples
 >>> np.savetxt(os.path.join(tmp, "ring.csv"), np.column_stack([X, y]), delimiter=",",
 ...            header="x1,x2,inside", comments="", fmt="%.6g")
 >>> main(["train", os.path.join(tmp, "ring.csv"), "--chunk-size", "200", "--holdout", "0.2",
-...       "--quiet", "-o", os.path.join(tmp, "ring.okm")])  # doctest: +ELLIPSIS
-trained DSGClassifier on 480 rows (1 epoch) in ...
-progressive accuracy ... on 33 rows
+...       "--epochs", "3", "--quiet", "-o", os.path.join(tmp, "ring.okm")])  # doctest: +ELLIPSIS
+trained DSGClassifier on 480 rows (3 epochs) in ...
+running accuracy ... on 50 rows (epoch 3: rows trained on in earlier epochs)
 holdout accuracy 0.9... on 120 rows
 model written to .../ring.okm (... bytes)
 0
@@ -878,8 +878,7 @@ def _demo(args, out, err):
     t_lin = time.perf_counter() - t
     acc_lin = linear.score(X_test, y_test)
 
-    model = DSGClassifier(gamma=3.0, learning_rate="inverse", eta0=512.0, t0=100.0,
-                          random_state=args.seed)
+    model = DSGClassifier(gamma=3.0, random_state=args.seed)
     classes = np.unique(y_train)
     chunk = 1024  # a multiple of batch_size: chunking does not change the steps
     n = X_train.shape[0]

@@ -67,8 +67,8 @@ units of ``batch_size``, so a one-row step moves the model by
 ``eta0 / batch_size``, the same whichever way the samples come.  The
 adapters keep that per-sample step of the estimators' defaults but in
 smaller batches, which suits streams: the classifier uses
-``batch_size=8, eta0=64, t0=800`` (``DSGClassifier``'s 8 per sample,
-decaying after the same 6,400 samples), the regressor ``batch_size=4``
+``batch_size=8, eta0=16, t0=400`` (``DSGClassifier``'s 2 per sample,
+decaying after the same 3,200 samples), the regressor ``batch_size=4``
 (with ``eta0=1``: a quarter of the residual per sample, where
 ``DSGRegressor``'s 1/64 left 2.5-3 times the progressive MAE on the test
 streams).  Parameters passed
@@ -481,7 +481,7 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
     **kwargs
         Parameters of :class:`~onlinekernel.DSGClassifier` (``loss``,
         ``kernel``, ``gamma``, ``alpha``, ...), with its defaults except
-        ``batch_size=8, eta0=64.0, t0=800.0`` (the same step per sample in
+        ``batch_size=8, eta0=16.0, t0=400.0`` (the same step per sample in
         smaller batches; see the module notes).
 
     Attributes
@@ -514,7 +514,7 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
     """
 
     _estimator_class = DSGClassifier
-    _stream_defaults = {"batch_size": 8, "eta0": 64.0, "t0": 800.0}
+    _stream_defaults = {"batch_size": 8, "eta0": 16.0, "t0": 400.0}
 
     def __init__(self, estimator=None, *, classes=None, warm_up=32, standardize=True,
                  seed=None, **kwargs):

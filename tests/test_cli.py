@@ -303,8 +303,9 @@ def test_standardize_writes_and_applies_the_scaling(tmp_path, capsys):
     Xs = X * [1000.0, 0.001] + [5000.0, -3.0]  # wildly different scales
     data = _write_csv(tmp_path / "s.csv", Xs, y)
     model_path = tmp_path / "s.okm"
+    # two passes over 480 rows: enough steps for the ring whatever the defaults
     code, out, err = _run(["train", data, "--standardize", "--holdout", 0.2, "--chunk-size", 100,
-                           "-o", model_path], capsys)
+                           "--epochs", 2, "-o", model_path], capsys)
     assert code == 0, err
     assert _holdout_line(out, "accuracy") > 0.85
     sidecar = str(model_path) + ".scaling.npz"

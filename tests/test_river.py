@@ -422,7 +422,7 @@ def test_parameters():
     assert clf._template.get_params()["random_state"] == 7
     # stream defaults: the estimators' step per sample, in smaller batches
     params = clf._template.get_params()
-    assert (params["batch_size"], params["eta0"], params["t0"]) == (8, 64.0, 800.0)
+    assert (params["batch_size"], params["eta0"], params["t0"]) == (8, 16.0, 400.0)
     base = DSGClassifier()
     assert params["eta0"] / params["batch_size"] == base.eta0 / base.batch_size
     assert RiverClassifier(batch_size=32)._template.batch_size == 32  # passed ones win

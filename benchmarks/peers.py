@@ -407,9 +407,9 @@ def measure_latency(cfg, caps, log=print):
     d, M = cfg["latency_d"], cfg["n_random_features"]
     updates, river_updates, rounds = (cfg["latency_updates"], cfg["river_latency_updates"],
                                       cfg["latency_rounds"])
-    # One-row updates run the library's default step (no preconditioning: a
-    # one-row batch has no cross-talk for it to remove, and its solves would
-    # be pure overhead per update).
+    # One-row updates run the plain step (no preconditioning: a one-row batch
+    # has no cross-talk for it to remove, and its solves would be pure
+    # overhead per update).
     ok_params = dict(cfg["onlinekernel"], gamma=1.0 / d, **LATENCY_OK_OVERRIDES)
     warm = 2 * ok_params["batch_size"] * ok_params["max_blocks"]
     n_rows = warm + updates + river_updates + 1

@@ -426,7 +426,7 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
     With ``reuse`` (an :class:`onlinekernel._reuse.Reuse`) step 4 follows its
     reuse mode and schedule, block updates may be preconditioned, and the
     step ends with its projection; ``None`` is step 4 as written above.
-    Reuse rules run in float64 models (the estimators check this).
+    Float32 models run only the preconditioned "all" rule (checked here).
     """
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]

@@ -107,7 +107,13 @@ _CLS = {"gamma": "exact", "precondition": True, "dtype": "float32"}
 BEST_DEFAULT_CLASSIFICATION = dict(_CLS, max_blocks=32, n_epochs=10)
 BEST_DEFAULT_REGRESSION = {"gamma": "exact", "batch_size": 16, "precondition": True,
                            "n_epochs": 10}
+# Large early steps (batches of 64, eta0=512) suit ijcnn1 and letter better
+# than the default's 32 and 64 (this benchmark, preconditioned, float32:
+# ijcnn1 1.80 % against 2.24 %, letter 4.32 % against 4.86 %).
+_LARGE_STEPS = dict(_CLS, batch_size=64, eta0=512.0, max_blocks=32, n_epochs=10)
 BEST_CONFIGS = {
+    "ijcnn1": _LARGE_STEPS,
+    "letter": _LARGE_STEPS,
     # many inputs: an epoch costs n * M * d, so the default budget and fewer epochs
     "a9a": dict(_CLS, n_epochs=5),
     "w8a": dict(_CLS, n_epochs=5),

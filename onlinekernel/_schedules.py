@@ -47,6 +47,5 @@ def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha):
     array([1. , 0.5, 0.2])
     """
     batch_rows = np.asarray(batch_rows, dtype=np.float64)
-    tau = (rows_seen + (batch_rows if batch_rows.shape == (1,) else np.cumsum(batch_rows))) \
-        / batch_size
+    tau = (rows_seen + np.cumsum(batch_rows)) / batch_size
     return schedule(name, tau, eta0=eta0, t0=t0, alpha=alpha) * (batch_rows / batch_size)

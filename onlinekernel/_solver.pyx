@@ -227,7 +227,7 @@ cdef class _Workspace:
     cdef Work* w
     cdef int n
 
-    def __cinit__(self, BlockSource src, int n_threads, Py_ssize_t rows=TILE):
+    def __cinit__(self, BlockSource src, int n_threads):
         cdef CyFeatureMap fmap = src.fmap
         cdef size_t item = 4 if src.single else 8
         cdef int t
@@ -237,10 +237,12 @@ cdef class _Workspace:
             raise MemoryError()
         for t in range(n_threads):
             self.w[t].params = malloc(max(1, fmap.param_size) * item)
-            self.w[t].params64 = <double*>malloc(max(1, fmap.param_size) * sizeof(double))
-            self.w[t].phi = malloc(max(1, rows * fmap.n_components) * item)
-            self.w[t].work = malloc(max(1, rows * fmap.work_per_row) * item)
-            if (self.w[t].params == NULL or self.w[t].params64 == NULL
+            # a float32 model generates in double before rounding (BlockSource._fill)
+            if src.single:
+                self.w[t].params64 = <double*>malloc(max(1, fmap.param_size) * sizeof(double))
+            self.w[t].phi = malloc(max(1, TILE * fmap.n_components) * item)
+            self.w[t].work = malloc(max(1, TILE * fmap.work_per_row) * item)
+            if (self.w[t].params == NULL or (src.single and self.w[t].params64 == NULL)
                     or self.w[t].phi == NULL or self.w[t].work == NULL):
                 raise MemoryError()
 

@@ -813,7 +813,7 @@ class _Context:
         return _build_plugin(tag, spec, what, self.source, more_keys=("$type",))
 
 
-def _float64(arrays, name, shape, dtype=np.float64):
+def _float_array(arrays, name, shape, dtype=np.float64):
     a = arrays.get(name)
     if a is None:
         raise ModelFileError(f"invalid model: array {name!r} is missing")
@@ -888,13 +888,13 @@ def _build(header, payload, source):
     if dt not in (np.float32, np.float64):
         raise ModelFileError(f"invalid model: array 'coef' is {dt}, expected float32 or "
                              f"float64")
-    coef = _float64(arrays, "coef", (rows, K), dt)
-    coef_avg = (_float64(arrays, "coef_avg", (rows, K), dt) if "coef_avg" in arrays
+    coef = _float_array(arrays, "coef", (rows, K), dt)
+    coef_avg = (_float_array(arrays, "coef_avg", (rows, K), dt) if "coef_avg" in arrays
                 else np.zeros((rows, K), dtype=dt))
     new = {
         "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,
-        "_coef": coef, "_scale": scale, "_intercept": _float64(arrays, "intercept", (K,)),
-        "_coef_avg": coef_avg, "_intercept_avg": _float64(arrays, "intercept_avg", (K,)),
+        "_coef": coef, "_scale": scale, "_intercept": _float_array(arrays, "intercept", (K,)),
+        "_coef_avg": coef_avg, "_intercept_avg": _float_array(arrays, "intercept_avg", (K,)),
         **ints,
     }
     if is_classifier(model):

@@ -438,11 +438,8 @@ class BaseDSG(BaseEstimator):
         n = order.shape[0]
         n_steps = -(-n // B)
         self._ensure_capacity(state, n_steps)
-        if n_steps == 1:  # a small partial_fit: no arrays to build for one step
-            rows = np.array([n], dtype=np.int64)
-        else:
-            rows = np.full(n_steps, B, dtype=np.int64)
-            rows[-1] = n - B * (n_steps - 1)
+        rows = np.full(n_steps, B, dtype=np.int64)
+        rows[-1] = n - B * (n_steps - 1)
         steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B,
                            eta0=self.eta0, t0=self.t0, alpha=alpha)
         state["samples_seen_"] += n

@@ -19,6 +19,7 @@ Both kinds expose the same Python-level interface, vectorised over rows:
 """
 import numpy as np
 
+from onlinekernel._curvature import finite_difference_hessian_product
 from onlinekernel._params import params_eq, params_hash, params_repr
 cimport numpy as cnp
 
@@ -47,6 +48,11 @@ cdef class CyLoss:
     # how intercept_step treats the intercept: "constant_feature" (the
     # default rule) or a loss's own name for the rule it implements
     intercept_rule = "constant_feature"
+    # How the batch solvers may treat the loss (see onlinekernel._curvature)
+    # and which constructor parameters are in the target's units (divided by
+    # the target's scale when a regressor standardises its targets).
+    curvature = None
+    target_unit_params = ()
 
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
         return 0.0
@@ -118,6 +124,14 @@ cdef class CyLoss:
             self.batch_gradient(&y_[0, 0], Y.shape[1], &u_[0, 0], U.shape[0], U.shape[1],
                                 &o_[0, 0])
         return out
+
+    def hessian_product(self, y, raw, v):
+        """Per row, the Hessian with respect to ``raw`` times ``v``, shape ``(n, k)``.
+
+        By default central differences of :meth:`gradient`
+        (:mod:`onlinekernel._curvature`); subclasses may give the exact product.
+        """
+        return finite_difference_hessian_product(self, y, raw, v)
 
     def multiclass_loss(self):
         """The loss used for more than two classes (default: self, one-vs-rest)."""
@@ -191,6 +205,32 @@ cdef class PyLossAdapter(CyLoss):
     @property
     def link(self):
         return self.loss_obj.link
+
+    @property
+    def curvature(self):
+        return getattr(self.loss_obj, "curvature", None)
+
+    @property
+    def target_unit_params(self):
+        return tuple(getattr(self.loss_obj, "target_unit_params", ()))
+
+    def hessian_product(self, y, raw, v):
+        """The Python loss's own ``hessian_product``, its shape checked."""
+        Y, U = self._check(y, raw)
+        h = np.asarray(self.loss_obj.hessian_product(Y, U, np.asarray(v, dtype=np.float64)),
+                       dtype=np.float64)
+        if h.ndim == 1 and U.shape[1] == 1:
+            h = h[:, None]
+        if h.shape != U.shape:
+            raise ValueError(f"{type(self.loss_obj).__name__}.hessian_product returned shape "
+                             f"{h.shape}, expected {U.shape}")
+        return h
+
+    def __getattr__(self, name):
+        # the optional protocol of the batch solvers, where the loss has it
+        if name == "dual_form" and hasattr(self.loss_obj, "dual_form"):
+            return self.loss_obj.dual_form
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     cdef int batch_gradient(self, const double* Y, Py_ssize_t m, const double* U,
                             Py_ssize_t n, Py_ssize_t k, double* G) except -1 nogil:

@@ -33,6 +33,7 @@ A Cauchy (Lorentzian) regression loss, robust to outliers:
 """
 from abc import ABC, abstractmethod
 
+from onlinekernel._curvature import finite_difference_hessian_product
 from onlinekernel._params import ParamsMixin
 
 __all__ = ["Loss"]
@@ -64,6 +65,11 @@ class Loss(ParamsMixin, ABC):
     link = "identity"
     #: Python losses use the default intercept step (a constant feature).
     intercept_rule = "constant_feature"
+    #: How the batch solvers may treat the loss: "constant", "smooth",
+    #: "piecewise_linear" or None (see :mod:`onlinekernel._curvature`).
+    curvature = None
+    #: Constructor parameters in the target's units (rescaled with the targets).
+    target_unit_params = ()
 
     @abstractmethod
     def loss(self, y, raw):
@@ -72,6 +78,14 @@ class Loss(ParamsMixin, ABC):
     @abstractmethod
     def gradient(self, y, raw):
         """Derivative of the loss with respect to ``raw``, shape ``(n, k)``."""
+
+    def hessian_product(self, y, raw, v):
+        """Per row, the Hessian with respect to ``raw`` times ``v``, shape ``(n, k)``.
+
+        By default central differences of :meth:`gradient`; override it with
+        the exact product where it is cheap.
+        """
+        return finite_difference_hessian_product(self, y, raw, v)
 
     def multiclass_loss(self):
         """The loss used for more than two classes (default: self, one-vs-rest)."""

@@ -8,6 +8,22 @@ raw prediction (the package's one sign convention).
 from libc.math cimport exp, log, log1p, fabs
 from onlinekernel._loss cimport CyLoss, CyScalarLoss
 
+import numpy as np
+
+
+def _dual_targets(y):
+    """``y`` as a C-contiguous float64 ``(n, k)`` array (a 1-d ``y`` is one column)."""
+    Y = np.ascontiguousarray(y, dtype=np.float64)
+    if Y.ndim == 1:
+        Y = Y[:, None]
+    if Y.ndim != 2:
+        raise ValueError(f"y must be 1-d or 2-d, got shape {np.shape(y)}")
+    return Y
+
+
+def _filled(Y, value):
+    return np.full(Y.shape, value, dtype=np.float64)
+
 
 cdef class Hinge(CyScalarLoss):
     r"""Hinge loss :math:`\max(0, 1 - y u)` for labels :math:`y \in \{-1, +1\}`.
@@ -20,6 +36,7 @@ cdef class Hinge(CyScalarLoss):
     """
     name = "hinge"
     target_encoding = "margin"
+    curvature = "piecewise_linear"
 
     cdef double value(self, double y, double raw) noexcept nogil:
         cdef double z = 1.0 - y * raw
@@ -27,6 +44,33 @@ cdef class Hinge(CyScalarLoss):
 
     cdef double deriv(self, double y, double raw) noexcept nogil:
         return -y if y * raw < 1.0 else 0.0
+
+    def dual_form(self, y):
+        r"""The loss as :math:`\max_{a \in [lo, hi]} a (r - s u) - \epsilon |a|`, per entry.
+
+        For the hinge :math:`r = 1`, :math:`s = y`, :math:`[lo, hi] = [0, 1]`,
+        :math:`\epsilon = 0`: the dual variables of the SVM, for the dual
+        coordinate descent solver.
+
+        Parameters
+        ----------
+        y : array-like of shape (n, k)
+            Labels in {-1, +1}, one column per output.
+
+        Returns
+        -------
+        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+
+        Examples
+        --------
+        >>> from onlinekernel import get_loss
+        >>> r, s, lo, hi, eps = get_loss("hinge").dual_form([[1.0], [-1.0]])
+        >>> s.ravel(), lo.ravel(), hi.ravel(), r.ravel(), eps.ravel()
+        (array([ 1., -1.]), array([0., 0.]), array([1., 1.]), array([1., 1.]), array([0., 0.]))
+        """
+        Y = _dual_targets(y)
+        return (_filled(Y, 1.0), Y.copy(), _filled(Y, 0.0), _filled(Y, 1.0),
+                _filled(Y, 0.0))
 
 
 cdef class SquaredHinge(CyScalarLoss):
@@ -40,6 +84,7 @@ cdef class SquaredHinge(CyScalarLoss):
     """
     name = "squared_hinge"
     target_encoding = "margin"
+    curvature = "smooth"
 
     cdef double value(self, double y, double raw) noexcept nogil:
         cdef double z = 1.0 - y * raw
@@ -64,6 +109,7 @@ cdef class Logistic(CyScalarLoss):
     """
     name = "logistic"
     target_encoding = "margin"
+    curvature = "smooth"
     link = "logistic"
 
     cdef double value(self, double y, double raw) noexcept nogil:
@@ -99,6 +145,7 @@ cdef class Multinomial(CyLoss):
     """
     name = "multinomial"
     target_encoding = "class_index"
+    curvature = "smooth"
     link = "softmax"
 
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
@@ -137,6 +184,7 @@ cdef class Squared(CyScalarLoss):
     """
     name = "squared"
     target_encoding = "real"
+    curvature = "constant"
 
     cdef double value(self, double y, double raw) noexcept nogil:
         return 0.5 * (raw - y) * (raw - y)
@@ -161,6 +209,8 @@ cdef class Huber(CyScalarLoss):
     """
     name = "huber"
     target_encoding = "real"
+    curvature = "smooth"
+    target_unit_params = ("delta",)
     cdef readonly double delta
 
     def __init__(self, double delta=1.0):
@@ -204,6 +254,8 @@ cdef class EpsilonInsensitive(CyScalarLoss):
     """
     name = "epsilon_insensitive"
     target_encoding = "real"
+    curvature = "piecewise_linear"
+    target_unit_params = ("epsilon",)
     cdef readonly double epsilon
 
     def __init__(self, double epsilon=0.1):
@@ -219,6 +271,33 @@ cdef class EpsilonInsensitive(CyScalarLoss):
         if fabs(y - raw) <= self.epsilon:
             return 0.0
         return 1.0 if raw > y else -1.0
+
+    def dual_form(self, y):
+        r"""The loss as :math:`\max_{a \in [lo, hi]} a (r - s u) - \epsilon |a|`, per entry.
+
+        Here :math:`r = y`, :math:`s = 1`, :math:`[lo, hi] = [-1, 1]` and
+        :math:`\epsilon` is the loss's ``epsilon``: the two-sided dual of
+        support vector regression, for the dual coordinate descent solver.
+
+        Parameters
+        ----------
+        y : array-like of shape (n, k)
+            Real targets, one column per output.
+
+        Returns
+        -------
+        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+
+        Examples
+        --------
+        >>> from onlinekernel import get_loss
+        >>> r, s, lo, hi, eps = get_loss("epsilon_insensitive", epsilon=0.5).dual_form([[2.0]])
+        >>> float(r[0, 0]), float(s[0, 0]), float(lo[0, 0]), float(hi[0, 0]), float(eps[0, 0])
+        (2.0, 1.0, -1.0, 1.0, 0.5)
+        """
+        Y = _dual_targets(y)
+        return (Y.copy(), _filled(Y, 1.0), _filled(Y, -1.0), _filled(Y, 1.0),
+                _filled(Y, self.epsilon))
 
     def get_params(self):
         return {"epsilon": self.epsilon}
@@ -243,6 +322,7 @@ cdef class Quantile(CyScalarLoss):
     """
     name = "quantile"
     target_encoding = "real"
+    curvature = "piecewise_linear"
     cdef readonly double quantile
 
     def __init__(self, double quantile=0.5):
@@ -258,6 +338,32 @@ cdef class Quantile(CyScalarLoss):
 
     cdef double deriv(self, double y, double raw) noexcept nogil:
         return (1.0 if y < raw else 0.0) - self.quantile
+
+    def dual_form(self, y):
+        r"""The loss as :math:`\max_{a \in [lo, hi]} a (r - s u) - \epsilon |a|`, per entry.
+
+        Here :math:`r = y`, :math:`s = 1`, :math:`[lo, hi] = [\tau - 1, \tau]`,
+        :math:`\epsilon = 0`, for the dual coordinate descent solver.
+
+        Parameters
+        ----------
+        y : array-like of shape (n, k)
+            Real targets, one column per output.
+
+        Returns
+        -------
+        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+
+        Examples
+        --------
+        >>> from onlinekernel import get_loss
+        >>> r, s, lo, hi, eps = get_loss("quantile", quantile=0.9).dual_form([[3.0]])
+        >>> float(r[0, 0]), float(s[0, 0]), round(float(lo[0, 0]), 12), float(hi[0, 0])
+        (3.0, 1.0, -0.1, 0.9)
+        """
+        Y = _dual_targets(y)
+        return (Y.copy(), _filled(Y, 1.0), _filled(Y, self.quantile - 1.0),
+                _filled(Y, self.quantile), _filled(Y, 0.0))
 
     def get_params(self):
         return {"quantile": self.quantile}

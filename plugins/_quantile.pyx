@@ -46,6 +46,7 @@ cdef class MultiQuantile(CyLoss):
     """
     name = "multi_quantile"
     target_encoding = "real"
+    curvature = "piecewise_linear"
     cdef readonly tuple quantiles
     cdef double[::1] taus
     cdef Py_ssize_t n_levels
@@ -105,6 +106,45 @@ cdef class MultiQuantile(CyLoss):
                         Py_ssize_t n, Py_ssize_t k, double* out) except -1 nogil:
         self._check_outputs(k)
         return CyLoss.batch_loss(self, Y, m, U, n, k, out)
+
+    def dual_form(self, y):
+        r"""The loss as :math:`\sum_c \max_{a_c \in [lo, hi]} a_c (r - s u_c) - \epsilon |a_c|`.
+
+        Per output :math:`c` the pinball loss at level :math:`\tau_c`:
+        :math:`r = y_c`, :math:`s = 1`, :math:`[lo, hi] = [\tau_c - 1, \tau_c]`,
+        :math:`\epsilon = 0`, for the dual coordinate descent solver.  Output
+        ``c`` uses ``quantiles[c]``, as in :meth:`loss`.
+
+        Parameters
+        ----------
+        y : array-like of shape (n, k)
+            Real targets, one column per output (``k`` at most the number of
+            levels).
+
+        Returns
+        -------
+        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+
+        Examples
+        --------
+        >>> from onlinekernel import get_loss
+        >>> loss = get_loss("multi_quantile", quantiles=(0.25, 0.75))
+        >>> r, s, lo, hi, eps = loss.dual_form([[1.0, 1.0], [2.0, 2.0]])
+        >>> lo
+        array([[-0.75, -0.25],
+               [-0.75, -0.25]])
+        >>> hi
+        array([[0.25, 0.75],
+               [0.25, 0.75]])
+        """
+        Y = np.ascontiguousarray(y, dtype=np.float64)
+        if Y.ndim == 1:
+            Y = Y[:, None]
+        if Y.ndim != 2:
+            raise ValueError(f"y must be 1-d or 2-d, got shape {np.shape(y)}")
+        self._check_outputs(Y.shape[1])
+        tau = np.broadcast_to(np.asarray(self.taus)[:Y.shape[1]], Y.shape)
+        return (Y.copy(), np.ones_like(Y), tau - 1.0, np.array(tau), np.zeros_like(Y))
 
     def get_params(self):
         return {"quantiles": self.quantiles}

@@ -139,6 +139,8 @@ class NumpyLoss(Loss):
         self.name = "numpy_" + kind
         self.target_encoding = ENCODING[kind]
         self.link = LINK.get(kind, "identity")
+        # parameters in the target's units, as the compiled twin declares them
+        self.target_unit_params = get_loss(kind).target_unit_params
 
     def _p(self):
         return {"delta": self.delta, "epsilon": self.epsilon, "quantile": self.quantile}
@@ -287,7 +289,7 @@ def _estimator_problems(loss):
 def test_python_and_compiled_models_agree(name, params, loss):
     py = python_version(name, params, loss)
     settings = dict(gamma=0.4, alpha=1e-3, batch_size=8, block_size=16, max_blocks=5,
-                    n_epochs=2, learning_rate="invsqrt", eta0=0.5, random_state=7)
+                    solver="sgd", max_iter=2, tol=None, learning_rate="invsqrt", eta0=0.5, random_state=7)
     if loss.intercept_rule != "constant_feature":
         # a Python loss's intercept is the default constant feature: a loss
         # stepping it by its own rule (novelty's offset) is compared without

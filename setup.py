@@ -22,6 +22,7 @@ MODULES = {
     "onlinekernel._reuse": "onlinekernel/_reuse.pyx",
     "onlinekernel._operator": "onlinekernel/_operator.pyx",
     "onlinekernel._shrinking": "onlinekernel/_shrinking.pyx",
+    "onlinekernel.solvers._dual_cd": "onlinekernel/solvers/_dual_cd.pyx",
     "onlinekernel_plugins._losses": "plugins/_losses.pyx",
     "onlinekernel_plugins._novelty": "plugins/_novelty.pyx",
     "onlinekernel_plugins._quantile": "plugins/_quantile.pyx",

@@ -1,0 +1,146 @@
+"""The random features of a model as a linear operator, for the batch solvers.
+
+A batch solver needs products with the ``n x M`` feature matrix ``Phi`` of
+the training rows (``M = n_blocks * F`` features regenerated from
+``(seed, j)``), never ``Phi`` itself.  :class:`FeatureOperator` computes them
+row batch by row batch from the regenerated blocks, so the memory it needs is
+one batch of rows; when the whole matrix fits in ``max_bytes`` it is
+computed once and kept, and every later product is a single BLAS call.
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["FeatureOperator"]
+
+# Rows per batch when the matrix is regenerated on every product: large
+# enough for BLAS level-3 efficiency, small enough to stay in cache-sized
+# memory (2048 rows x 4096 features x 8 bytes = 64 MiB).
+_ROWS = 2048
+
+
+class FeatureOperator:
+    """``Phi`` (``n x M``, the model's features on ``X``) by row batches.
+
+    Parameters
+    ----------
+    fmap : CyFeatureMap
+        The model's feature map, bound to ``X.shape[1]`` inputs.
+    seed : int
+        The model's seed: block ``j`` is regenerated from ``(seed, j)``.
+    n_blocks : int
+        Number of blocks, so ``M = n_blocks * fmap.n_components``.
+    X : ndarray of shape (n, d)
+        The rows, in the model's precision (float32 or float64).
+    max_bytes : int
+        The largest feature matrix kept in memory; larger ones are
+        regenerated on every product.
+    n_jobs : int
+        Threads that evaluate blocks side by side (the compiled transforms
+        release the GIL).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import get_feature_map
+    >>> fmap = get_feature_map("gaussian", n_components=8, gamma=0.5).bind(2)
+    >>> X = np.random.default_rng(0).normal(size=(5, 2))
+    >>> op = FeatureOperator(fmap, seed=7, n_blocks=2, X=X, max_bytes=0)
+    >>> op.shape, op.cached
+    ((5, 16), False)
+    >>> Phi = np.hstack([fmap.transform_block(7, j, X) for j in range(2)])
+    >>> bool(np.allclose(op.matvec(np.ones((16, 1))), Phi.sum(1, keepdims=True)))
+    True
+    """
+
+    def __init__(self, fmap, seed, n_blocks, X, max_bytes, n_jobs=1):
+        self.fmap = fmap
+        self.seed = int(seed)
+        self.n_blocks = int(n_blocks)
+        self.X = X
+        self.dtype = X.dtype
+        self.F = fmap.n_components
+        self.shape = (X.shape[0], self.n_blocks * self.F)
+        self.n_jobs = max(1, int(n_jobs))
+        self._pool = None
+        nbytes = self.shape[0] * self.shape[1] * self.dtype.itemsize
+        self.cached = nbytes <= max_bytes
+        self._Phi = self._rows(0, self.shape[0]) if self.cached else None
+
+    @staticmethod
+    def nbytes(n, M, dtype):
+        """Bytes of an ``n x M`` feature matrix in ``dtype``."""
+        return int(n) * int(M) * np.dtype(dtype).itemsize
+
+    def _rows(self, r0, r1):
+        """``Phi[r0:r1]``, evaluated block by block."""
+        X = self.X[r0:r1]
+        out = np.empty((r1 - r0, self.shape[1]), dtype=self.dtype)
+
+        def fill(j):
+            out[:, j * self.F:(j + 1) * self.F] = self.fmap.transform_block(
+                self.seed, j, X, dtype=self.dtype)
+
+        if self.n_jobs > 1 and self.n_blocks > 1 and self.fmap.parallel_safe:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.n_jobs)
+            list(self._pool.map(fill, range(self.n_blocks)))
+        else:
+            for j in range(self.n_blocks):
+                fill(j)
+        return out
+
+    def batches(self, whole=True):
+        """Yield ``(r0, r1, Phi[r0:r1])`` over all rows.
+
+        A kept matrix comes as one batch unless ``whole=False`` (for products
+        that need a temporary of the batch's size).
+        """
+        n = self.shape[0]
+        if self.cached and whole:
+            yield 0, n, self._Phi
+            return
+        for r0 in range(0, n, _ROWS):
+            r1 = min(n, r0 + _ROWS)
+            yield r0, r1, (self._Phi[r0:r1] if self.cached else self._rows(r0, r1))
+
+    def matvec(self, C):
+        """``Phi @ C`` for ``C`` of shape ``(M, K)``, float64 ``(n, K)``."""
+        C = np.asarray(C, dtype=self.dtype)
+        out = np.empty((self.shape[0], C.shape[1]), dtype=np.float64)
+        for r0, r1, P in self.batches():
+            out[r0:r1] = P @ C
+        return out
+
+    def rmatvec(self, G):
+        """``Phi.T @ G`` for ``G`` of shape ``(n, K)``, float64 ``(M, K)``."""
+        G = np.asarray(G, dtype=self.dtype)
+        out = np.zeros((self.shape[1], G.shape[1]), dtype=np.float64)
+        for r0, r1, P in self.batches():
+            out += P.T @ G[r0:r1]
+        return out
+
+    def gram(self, d):
+        """``(Phi.T diag(d) Phi, Phi.T d)`` in float64, for row weights ``d`` of shape ``(n,)``.
+
+        One pass over the rows; each batch is one BLAS level-3 product.
+        """
+        M = self.shape[1]
+        A = np.zeros((M, M), dtype=np.float64)
+        s = np.zeros(M, dtype=np.float64)
+        d = np.asarray(d, dtype=np.float64)
+        if np.any(d < 0):
+            raise ValueError("gram needs non-negative row weights (a convex loss)")
+        root = np.sqrt(d).astype(self.dtype)
+        for r0, r1, P in self.batches(whole=False):
+            Q = P * root[r0:r1, None]
+            A += Q.T @ Q
+            s += (Q.T @ root[r0:r1]).astype(np.float64)
+        return A, s
+
+    def close(self):
+        """Release the worker threads and the kept matrix."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        self._Phi = None

@@ -1,0 +1,90 @@
+"""The regularised empirical risk every batch solver minimises.
+
+For coefficients ``C`` (``M x K``) and intercepts ``b`` (``K``)::
+
+    J(C, b) = sum_i w_i loss(y_i, Phi_i C + b) + (alpha * M / 2) * ||C||^2
+
+with row weights ``w`` summing to one.  ``alpha * M * ||C||^2`` is the RKHS
+norm of ``f = sum_k C_k phi_k`` under the random-feature kernel
+``(1/M) sum_k phi_k(x) phi_k(x')``, so ``alpha`` means what it means to the
+stochastic solver: both minimise the same objective.  The intercept is not
+penalised.  A solver sees the loss only through the loss protocol
+(``loss``, ``gradient``, ``hessian_product``) and the features only through
+:class:`~onlinekernel.solvers._features.FeatureOperator`.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Problem", "Solution"]
+
+
+@dataclass
+class Solution:
+    """What a batch solver returns."""
+    coef: np.ndarray          # (M, K)
+    intercept: np.ndarray     # (K,)
+    n_iter: int               # outer iterations (Newton steps, L-BFGS steps, CD epochs)
+    converged: bool           # the stopping rule was met before max_iter
+    objective: float          # J at the solution
+    gradient_norm: float      # relative: |grad J| / |grad J at the start| (or the gap)
+
+
+class Problem:
+    """One regularised risk on fixed random features (see the module docstring).
+
+    Parameters
+    ----------
+    features : FeatureOperator
+    loss : CyLoss or Loss
+        Any loss of the protocol (``loss``, ``gradient``; ``hessian_product``
+        for second-order solvers).
+    Y : ndarray of shape (n, m)
+        Encoded targets, as the loss takes them.
+    sample_weight : ndarray of shape (n,)
+        Non-negative row weights (normalised here to sum to one).
+    alpha : float
+        Penalty strength, as the estimators' ``alpha``.
+    fit_intercept : bool
+    n_outputs : int
+        ``K``, the number of raw outputs.
+    """
+
+    def __init__(self, features, loss, Y, sample_weight, alpha, fit_intercept, n_outputs):
+        self.features = features
+        self.loss = loss
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        w = np.asarray(sample_weight, dtype=np.float64)
+        self.w = w / w.sum()
+        self.M = features.shape[1]
+        self.K = int(n_outputs)
+        self.lam = float(alpha) * self.M
+        self.fit_intercept = bool(fit_intercept)
+
+    def raw(self, C, b):
+        """Raw outputs ``Phi C + b``, shape ``(n, K)``."""
+        return self.features.matvec(C) + b
+
+    def value(self, C, U):
+        """``J`` from the coefficients and their raw outputs ``U``."""
+        return float(self.w @ self.loss.loss(self.Y, U)) + 0.5 * self.lam * float(
+            np.einsum("ij,ij->", C, C))
+
+    def gradient(self, C, U):
+        """``(dJ/dC, dJ/db)`` at raw outputs ``U``."""
+        G = self.loss.gradient(self.Y, U) * self.w[:, None]
+        gC = self.features.rmatvec(G) + self.lam * C
+        gb = G.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        return gC, gb
+
+    def hessian_product(self, U, VC, vb):
+        """The Hessian of ``J`` at raw outputs ``U`` times the direction ``(VC, vb)``."""
+        V = self.features.matvec(VC) + (vb if self.fit_intercept else 0.0)
+        HV = self.loss.hessian_product(self.Y, U, V) * self.w[:, None]
+        hC = self.features.rmatvec(HV) + self.lam * VC
+        hb = HV.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        return hC, hb
+
+    @staticmethod
+    def norm(gC, gb):
+        return float(np.sqrt(np.einsum("ij,ij->", gC, gC) + gb @ gb))

@@ -1,0 +1,201 @@
+"""The batch solvers reach the regularised optimum; solver choice and stopping rules."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map, get_loss
+from onlinekernel.solvers import (
+    FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
+
+
+def _problem(loss, y, n=300, d=3, alpha=1e-4, fit_intercept=True, K=1, cached=True, w=None):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    fmap = get_feature_map("gaussian", n_components=32, gamma=0.5).bind(d)
+    op = FeatureOperator(fmap, 11, 2, X, max_bytes=(1 << 30) if cached else 0)
+    Y = y(X)
+    w = np.ones(n) if w is None else w
+    return Problem(op, get_loss(loss), Y, w, alpha, fit_intercept, K), X, fmap
+
+
+def _explicit(p):
+    return np.vstack([P for _, _, P in p.features.batches()])
+
+
+def _sine(X):
+    return np.sin(X[:, :1]) + 0.1 * np.cos(3 * X[:, 1:2])
+
+
+def _xor(X):
+    return np.where(X[:, :1] * X[:, 1:2] > 0, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("cached", [False, True])
+def test_cholesky_matches_least_squares(fit_intercept, cached):
+    p, X, _ = _problem("squared", _sine, fit_intercept=fit_intercept, cached=cached)
+    Phi = _explicit(p)
+    n, M = Phi.shape
+    A = np.hstack([Phi, np.ones((n, 1))]) if fit_intercept else Phi
+    ridge = np.sqrt(n * p.lam) * np.eye(A.shape[1])
+    if fit_intercept:
+        ridge[-1, -1] = 0.0  # the intercept is not penalised
+    ref = np.linalg.lstsq(np.vstack([A, ridge]),
+                          np.concatenate([p.Y[:, 0], np.zeros(A.shape[1])]), rcond=None)[0]
+    sol = solve_cholesky(p)
+    assert sol.converged and sol.n_iter == 1
+    np.testing.assert_allclose(sol.coef[:, 0], ref[:M], rtol=0, atol=1e-8 * np.abs(ref).max())
+    if fit_intercept:
+        assert abs(sol.intercept[0] - ref[-1]) <= 1e-8 * max(1.0, abs(ref[-1]))
+    else:
+        assert sol.intercept[0] == 0.0
+
+
+def test_operator_streams_the_same_products():
+    p1, _, _ = _problem("squared", _sine, cached=True)
+    p2, _, _ = _problem("squared", _sine, cached=False)
+    C = np.random.default_rng(1).normal(size=(p1.M, 2))
+    np.testing.assert_allclose(p1.features.matvec(C), p2.features.matvec(C), rtol=1e-12)
+    G = np.random.default_rng(2).normal(size=(p1.features.shape[0], 2))
+    np.testing.assert_allclose(p1.features.rmatvec(G), p2.features.rmatvec(G), rtol=1e-12)
+
+
+@pytest.mark.parametrize("solve", [solve_newton_cg, solve_lbfgs])
+def test_newton_and_lbfgs_match_logistic_regression(solve):
+    p, X, _ = _problem("logistic", _xor)
+    Phi = _explicit(p)
+    n = Phi.shape[0]
+    sol = solve(p, tol=1e-8)
+    assert sol.converged and sol.gradient_norm <= 1e-8
+    ref = LogisticRegression(C=1.0 / (n * p.lam), tol=1e-12, max_iter=10_000).fit(Phi, p.Y[:, 0])
+    U = Phi @ ref.coef_.T + ref.intercept_
+    f_ref = p.value(ref.coef_.T, U)
+    assert sol.objective <= f_ref * (1 + 1e-4)
+    assert abs(sol.objective - f_ref) <= 1e-4 * f_ref
+
+
+def test_newton_matches_multinomial_logistic_regression():
+    p, X, _ = _problem("multinomial", lambda X: np.digitize(X[:, :1], [-0.5, 0.5]).astype(float),
+                       K=3)
+    Phi = _explicit(p)
+    sol = solve_newton_cg(p, tol=1e-8)
+    ref = LogisticRegression(C=1.0 / (Phi.shape[0] * p.lam), tol=1e-12,
+                             max_iter=10_000).fit(Phi, p.Y[:, 0])
+    f_ref = p.value(ref.coef_.T, Phi @ ref.coef_.T + ref.intercept_)
+    assert abs(sol.objective - f_ref) <= 1e-4 * f_ref
+
+
+def test_squared_hinge_matches_linear_svc():
+    from sklearn.svm import LinearSVC
+    p, X, _ = _problem("squared_hinge", _xor, fit_intercept=False)
+    Phi = _explicit(p)
+    n = Phi.shape[0]
+    sol = solve_newton_cg(p, tol=1e-8)
+    # LinearSVC minimises |w|^2 / 2 + C sum_i max(0, 1 - y_i w.x_i)^2, ours (whose loss
+    # is half that) divided by n lam with C = 1 / (2 n lam); its primal solver is TRON
+    ref = LinearSVC(loss="squared_hinge", C=0.5 / (n * p.lam), fit_intercept=False,
+                    tol=1e-12, max_iter=100_000, dual=False).fit(Phi, p.Y[:, 0])
+    f_ref = p.value(ref.coef_.T, Phi @ ref.coef_.T)
+    assert abs(sol.objective - f_ref) <= 1e-4 * f_ref
+
+
+def test_sample_weights_equal_repeated_rows():
+    rng = np.random.default_rng(3)
+    w = rng.integers(1, 4, size=300).astype(float)
+    p, X, fmap = _problem("logistic", _xor, w=w)
+    sol = solve_newton_cg(p, tol=1e-10)
+    idx = np.repeat(np.arange(300), w.astype(int))
+    op = FeatureOperator(fmap, 11, 2, X[idx], max_bytes=1 << 30)
+    p2 = Problem(op, get_loss("logistic"), p.Y[idx], np.ones(idx.size), 1e-4, True, 1)
+    sol2 = solve_newton_cg(p2, tol=1e-10)
+    np.testing.assert_allclose(sol.coef, sol2.coef, atol=1e-6)
+
+
+def test_newton_warm_start_and_cap():
+    p, _, _ = _problem("logistic", _xor, alpha=1e-7)
+    one = solve_newton_cg(p, tol=1e-12, max_iter=1)
+    assert not one.converged and one.n_iter == 1
+    resumed = solve_newton_cg(p, tol=1e-6, coef=one.coef, intercept=one.intercept)
+    assert resumed.converged
+
+
+def test_choose_solver_by_curvature_and_memory():
+    assert choose_solver(get_loss("squared"), 1000, 4096, 1, 8, 1 << 31) == "cholesky"
+    assert choose_solver(get_loss("huber"), 1000, 4096, 1, 8, 1 << 31) == "newton-cg"
+    assert choose_solver(get_loss("multinomial"), 10 ** 7, 4096, 10, 8, 1 << 31) == "sgd"
+    assert choose_solver(get_loss("squared"), 1000, 4096, 1, 8, 1 << 20) == "sgd"
+
+
+def test_a_loss_without_curvature_trains_by_sgd():
+    from onlinekernel import Loss
+
+    class Sq(Loss):
+        target_encoding = "real"
+
+        def loss(self, y, raw):
+            return 0.5 * ((raw - y) ** 2).sum(axis=1)
+
+        def gradient(self, y, raw):
+            return raw - y
+
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    reg = DSGRegressor(loss=Sq(), max_iter=2, tol=None, random_state=0).fit(X, X[:, 0])
+    assert reg.solver_ == "sgd" and reg.n_iter_ == 2
+    with pytest.raises(ValueError, match="curvature"):
+        DSGRegressor(loss=Sq(), solver="cholesky").fit(X, X[:, 0])
+
+
+def test_estimator_batch_fit_is_the_optimum():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = np.sin(X[:, 0]) + 0.05 * rng.normal(size=400)
+    reg = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0).fit(X, y)
+    assert reg.solver_ == "cholesky" and reg.n_random_features_ == 128
+    lbfgs = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0,
+                         solver="lbfgs", tol=1e-8).fit(X, y)
+    np.testing.assert_allclose(reg.predict(X), lbfgs.predict(X), atol=1e-5)
+
+
+def test_unknown_solver_and_memory_cap_errors_leave_the_model():
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="unknown solver 'newton'"):
+        DSGClassifier(solver="newton").fit(X, y)
+    clf = DSGClassifier(loss="logistic", block_size=16, max_blocks=2, random_state=0).fit(X, y)
+    before = clf.coef_.copy()
+    clf.set_params(solver="newton-cg", max_memory=10, warm_start=True)
+    with pytest.raises(ValueError, match="max_memory"):
+        clf.fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, before)
+
+
+def test_batch_solver_warns_when_the_cap_is_hit():
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1"):
+        DSGClassifier(loss="logistic", solver="newton-cg", max_iter=1, tol=1e-12,
+                      random_state=0).fit(X, y)
+
+
+def test_sgd_stops_early_on_an_easy_problem():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = DSGClassifier(solver="sgd", max_iter=200, tol=1e-3, random_state=0).fit(X, y)
+    assert clf.n_iter_ < 200
+    early = DSGClassifier(solver="sgd", max_iter=200, tol=1e-3, early_stopping=True,
+                          random_state=0).fit(X, y)
+    assert early.n_iter_ < 200 and early.score(X, y) > 0.9
+
+
+def test_sgd_warns_on_a_hard_problem():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = rng.integers(0, 2, size=300)  # noise: the objective keeps moving
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        DSGClassifier(solver="sgd", max_iter=3, tol=1e-12, random_state=0).fit(X, y)

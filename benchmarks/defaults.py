@@ -74,10 +74,10 @@ REGRESSION = ["cadata", "cpusmall", "kin8nm"]
 # The current defaults (DSGClassifier / DSGRegressor at the time of the sweep),
 # written out so that the comparison survives a change of the defaults.
 CLS_BASE = dict(loss="hinge", learning_rate="inverse", eta0=512.0, t0=100.0, alpha=1e-5,
-                batch_size=64, block_size=256, max_blocks=16, n_epochs=5, average=False,
+                batch_size=64, block_size=256, max_blocks=16, solver="sgd", max_iter=5, tol=None, average=False,
                 precondition=False)
 REG_BASE = dict(loss="squared", learning_rate="constant", eta0=1.0, t0=100.0, alpha=1e-6,
-                batch_size=64, block_size=256, max_blocks=16, n_epochs=5, average=False,
+                batch_size=64, block_size=256, max_blocks=16, solver="sgd", max_iter=5, tol=None, average=False,
                 precondition=False)
 
 # Candidates: name -> changes to the current default.  Each tests one idea
@@ -100,12 +100,12 @@ CLS_CANDIDATES = {
     "invsqrt+avg+precond b256": dict(learning_rate="invsqrt", average=True,
                                      precondition=True, batch_size=256, eta0=2048.0),
     "invsqrt+avg+precond 3ep": dict(learning_rate="invsqrt", average=True,
-                                    precondition=True, n_epochs=3),
+                                    precondition=True, solver="sgd", max_iter=3, tol=None),
     # second round: variations of the best first-round candidate
     "logistic+precond t0=1000": dict(loss="logistic", precondition=True, t0=1000.0),
     "logistic+precond eta256": dict(loss="logistic", precondition=True, eta0=256.0),
     "logistic+precond mb32": dict(loss="logistic", precondition=True, max_blocks=32),
-    "logistic+precond 3ep": dict(loss="logistic", precondition=True, n_epochs=3),
+    "logistic+precond 3ep": dict(loss="logistic", precondition=True, solver="sgd", max_iter=3, tol=None),
 }
 REG_CANDIDATES = {
     "current": {},
@@ -117,13 +117,13 @@ REG_CANDIDATES = {
     "precond+avg": dict(precondition=True, average=True),
     "b16": dict(batch_size=16),
     "mb32": dict(max_blocks=32),
-    "10ep": dict(n_epochs=10),
+    "10ep": dict(solver="sgd", max_iter=10, tol=None),
     # second round: more, smaller steps (a larger eta0 diverges: eta0=2 and
     # every larger step tried, preconditioned ones included, blew up at once)
     "b32": dict(batch_size=32),
-    "b16 10ep": dict(batch_size=16, n_epochs=10),
+    "b16 10ep": dict(batch_size=16, solver="sgd", max_iter=10, tol=None),
     "precond b16": dict(precondition=True, batch_size=16),
-    "precond 10ep": dict(precondition=True, n_epochs=10),
+    "precond 10ep": dict(precondition=True, solver="sgd", max_iter=10, tol=None),
 }
 QUICK_CONFIGS = ("current", "precond")
 
@@ -341,7 +341,7 @@ def main(argv=None):
                 for c in names:
                     params = dict(base, **cands[c])
                     if args.quick:
-                        params["n_epochs"] = 1
+                        params.update(solver="sgd", max_iter=1, tol=None)
                     row = measure(ds, task, c, params, splits)
                     results = [r for r in results if (r["dataset"], r["config"]) != (ds, c)]
                     results.append(row)

@@ -207,7 +207,7 @@ def run_dsg(kernel, data, k, b, seed, settings):
     out = []
     for eta, average in settings:
         model = DSGRegressor(kernel=kernel(k), batch_size=b, block_size=k, max_blocks=None,
-                             n_epochs=1, shuffle=False, alpha=0.0, learning_rate="constant",
+                             solver="sgd", max_iter=1, tol=None, shuffle=False, alpha=0.0, learning_rate="constant",
                              eta0=eta, average=average, random_state=seed)
         with np.errstate(all="ignore"):
             model.fit(X, y)

@@ -93,7 +93,7 @@ def main(argv=None):
             n_train, n_test, passes = 2000, 2000, 1
         X, y, Xt, yt = load(args.data_dir, name, n_train, n_test)
         for cfg in configs:
-            model = DSGClassifier(random_state=0, n_epochs=passes, **{**params, **cfg})
+            model = DSGClassifier(random_state=0, solver="sgd", max_iter=passes, tol=None, **{**params, **cfg})
             t0 = time.perf_counter()
             model.fit(X, y)
             fit_s = time.perf_counter() - t0

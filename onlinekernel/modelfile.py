@@ -33,7 +33,7 @@ offset    size (bytes)        content
                               (``\\x89OKM\\r\\n\\x1a\\n``: a non-text byte,
                               ``OKM``, and the line endings and end-of-file
                               byte that a text-mode transfer would alter)
-8         4                   format version (uint32), currently 1
+8         4                   format version (uint32), currently 2
 12        4                   header length ``H`` (uint32)
 16        8                   payload length ``P`` (uint64)
 24        ``H``               header: JSON, ASCII-encoded
@@ -146,6 +146,16 @@ The block cache (``_blocks``) is not stored: it is rebuilt from the feature
 map and the seed.  A change to any of this that a reader must understand
 comes with a new format version; a reader rejects fields it does not know.
 
+Version 2 (onlinekernel with batch solvers) adds, as ``extra`` attributes of
+every estimator, the target scaling of the regressors (``_y_mean``,
+``_y_scale``: the model predicts ``raw * _y_scale + _y_mean``), the solver
+``fit`` ran (``solver_``) and its iteration count (``n_iter_``); the
+estimators that took ``n_epochs`` now take the stopping parameters of
+scikit-learn.  A version-1 file loads with ``n_epochs=N`` read as
+``max_iter=N, tol=None, solver="sgd"`` (the same training, N epochs) and,
+for the regressors, ``normalize_y=False`` (its model was trained on raw
+targets).
+
 Examples
 --------
 >>> import os, tempfile
@@ -197,7 +207,7 @@ __all__ = ["save", "load", "dumps", "loads", "read_header", "ModelFileError",
            "ModelFileNotFoundError", "FORMAT_NAME", "FORMAT_VERSION", "MAGIC"]
 
 FORMAT_NAME = "onlinekernel-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC = b"\x89OKM\r\n\x1a\n"
 _PRELUDE = struct.Struct("<8sIIQ")  # signature, format version, header and payload lengths
 _DIGEST_SIZE = 32
@@ -217,6 +227,8 @@ _EXTRA_PREFIX = "extra."  # arrays of the ``extra`` attributes
 _FORMAT_ATTRIBUTES = frozenset(_STATE_KEYS) | {
     "loss_", "feature_map_", "seed_", "_coef", "_intercept", "_coef_avg", "_intercept_avg",
     "classes_", "feature_names_in_", "_blocks", "_built_from"}
+# Fitted attributes of every estimator stored as ``extra`` (format version 2).
+_COMMON_EXTRA = ("_y_mean", "_y_scale", "solver_", "n_iter_")
 # scikit-learn's routing and output configuration: not part of a model
 _NOT_STORED = frozenset({"_metadata_request", "_sklearn_output_config"})
 
@@ -559,6 +571,11 @@ def _estimator_classes():
     return found
 
 
+def _declared_extra(cls):
+    """The ``extra`` attributes a model of ``cls`` may hold."""
+    return tuple(getattr(cls, "_extra_state", ())) + _COMMON_EXTRA
+
+
 def _pack(header, payload):
     """The bytes of a model file with ``header`` (a dict) and ``payload`` (bytes)."""
     head = json.dumps(header, ensure_ascii=True, allow_nan=False,
@@ -603,7 +620,7 @@ def dumps(model):
         check_is_fitted(model, "_coef")
         st = dict(model.__dict__)
         params = model.get_params(deep=False)
-    declared = tuple(getattr(cls, "_extra_state", ()))
+    declared = _declared_extra(cls)
     # what the constructor sets (the parameters, fixed settings) is rebuilt by it
     built = set(vars(cls(**params)))
     unknown = set(st) - built - _FORMAT_ATTRIBUTES - _NOT_STORED - set(declared)
@@ -846,6 +863,12 @@ def _build(header, payload, source):
     # hyper-parameters: the constructor's own names only
     raw_params = _typed(header["params"], dict, "params")
     accepted = set(cls._get_param_names())
+    if header["format_version"] == 1 and "n_epochs" in raw_params and "n_epochs" not in accepted:
+        # version 1: n_epochs passes, now the same training by max_iter epochs
+        raw_params = dict(raw_params)
+        raw_params.update(max_iter=raw_params.pop("n_epochs"), tol=None, solver="sgd")
+    if header["format_version"] == 1 and "normalize_y" in accepted:
+        raw_params = dict(raw_params, normalize_y=False)  # trained on raw targets
     unknown = sorted(set(raw_params) - accepted)
     if unknown:
         raise ModelFileError(f"cannot load {source}: parameters {unknown} are unknown to "
@@ -918,7 +941,7 @@ def _build(header, payload, source):
                                  f"{d} features")
         new["feature_names_in_"] = names
     extra = _typed(header["extra"], dict, "extra")
-    declared = tuple(getattr(cls, "_extra_state", ()))
+    declared = _declared_extra(cls)
     for name, value in extra.items():
         if name not in declared:
             raise ModelFileError(f"invalid model: {cls.__name__} keeps no attribute {name!r}")

@@ -89,8 +89,8 @@ reason (as for River's own mini-batch linear models).
 
 **Probabilities.**  With a probabilistic loss (``logistic``,
 ``multinomial``) ``predict_proba_one`` is exactly the estimator's
-``predict_proba``.  Other losses (the default ``hinge``) have no
-probabilities; the adapter returns the logistic sigmoid of the decision
+``predict_proba`` (the default loss is ``logistic``).  Other losses
+(``hinge``, ``squared_hinge``) have no probabilities; the adapter returns the logistic sigmoid of the decision
 value for two labels (as River's linear classifiers do, whatever their loss)
 and the softmax of the decision values for more.  These are monotone in the scores -- the
 most probable label is the predicted one -- but not calibrated.

@@ -423,7 +423,7 @@ def _error_cases(tmp):
     X, y = _ring(n=60)
     good = _write_csv(tmp / "good.csv", X, y)
     model = tmp / "good.okm"
-    DSGClassifier(random_state=0, block_size=8, max_blocks=2).fit(X, y).save(model)
+    DSGClassifier(loss="hinge", random_state=0, block_size=8, max_blocks=2).fit(X, y).save(model)
     lines = open(good).read().splitlines()
     lines[45] += ",7"  # a later chunk with an extra column
     (tmp / "cols.csv").write_text("\n".join(lines) + "\n")

@@ -104,7 +104,7 @@ def test_regressor_poor_score_tag_is_about_step_budget():
     X = StandardScaler().fit_transform(X)
     y = (y - y.mean()) / y.std()
     reg = DSGRegressor(**dict(SCHEDULE, alpha=0.01), block_size=256, max_blocks=16,
-                       batch_size=8, n_epochs=20, random_state=0).fit(X, y)
+                       batch_size=8, solver="sgd", max_iter=20, tol=None, random_state=0).fit(X, y)
     assert reg.score(X, y) > 0.55
 
 
@@ -112,7 +112,7 @@ def test_sample_weight_is_a_step_multiplier():
     """Why repeated rows differ from weights: with alpha=0 a weight w on every
     row is exactly a step w times larger."""
     X, y = _regression()
-    params = dict(SMALL, alpha=0.0, n_epochs=2, random_state=0)
+    params = dict(SMALL, alpha=0.0, solver="sgd", max_iter=2, tol=None, random_state=0)
     weighted = DSGRegressor(**params).fit(X, y, sample_weight=np.full(len(y), 2.0))
     bigger_step = DSGRegressor(**dict(params, eta0=2.0)).fit(X, y)
     _equal_models(weighted, bigger_step, X)
@@ -124,7 +124,7 @@ def test_zero_sample_weight_drops_rows(method):
     X, y = _binary()
     w = np.ones(len(y))
     w[::3] = 0.0
-    params = dict(SMALL, n_epochs=1, shuffle=False, random_state=0)
+    params = dict(SMALL, solver="sgd", max_iter=1, tol=None, shuffle=False, random_state=0)
     kw = {"classes": [0, 1]} if method == "partial_fit" else {}
     weighted = getattr(DSGClassifier(**params), method)(X, y, sample_weight=w, **kw)
     dropped = getattr(DSGClassifier(**params), method)(X[w > 0], y[w > 0], **kw)
@@ -137,7 +137,7 @@ def test_zero_sample_weight_drops_rows(method):
 @pytest.mark.parametrize("Est, data", [(DSGClassifier, _binary), (DSGRegressor, _regression)])
 def test_same_seed_same_model_different_seed_different_model(Est, data):
     X, y = data()
-    params = dict(SMALL, gamma="scale", n_epochs=3, shuffle=True)
+    params = dict(SMALL, gamma="scale", solver="sgd", max_iter=3, tol=None, shuffle=True)
     a = Est(**params, random_state=7).fit(X, y)
     b = Est(**params, random_state=7).fit(X, y)
     _equal_models(a, b, X)
@@ -164,8 +164,10 @@ def test_same_seed_same_model_different_seed_different_model(Est, data):
 ])
 def test_fit_one_epoch_equals_partial_fit_in_batches(Est, data, loss, max_blocks):
     X, y = data(n=92)  # 12 steps: the budget of 4 blocks fills, and a short last batch
-    params = dict(SMALL, loss=loss, max_blocks=max_blocks, n_epochs=1, shuffle=False,
-                  random_state=3)
+    params = dict(SMALL, loss=loss, max_blocks=max_blocks, solver="sgd", max_iter=1, tol=None,
+                  shuffle=False, random_state=3)
+    if Est is DSGRegressor:  # fit scales the targets by all rows, partial_fit by the first batch
+        params["normalize_y"] = False
     full = Est(**params).fit(X, y)
     online = Est(**params)
     B = params["batch_size"]
@@ -194,7 +196,8 @@ def test_single_sample_partial_fit(Est, data):
     assert np.isfinite(model.coef_).all()
     assert model.predict(X[:1]).shape == (1,)
     # and one row per call is the same model as fit with batch_size=1
-    params = dict(SMALL, batch_size=1, n_epochs=1, shuffle=False, random_state=0)
+    params = dict(SMALL, batch_size=1, solver="sgd", max_iter=1, tol=None, shuffle=False,
+                  random_state=0, **({"normalize_y": False} if Est is DSGRegressor else {}))
     online = Est(**params)
     for i in range(len(y)):
         online.partial_fit(X[i:i + 1], y[i:i + 1], **(classes if i == 0 else {}))
@@ -204,13 +207,13 @@ def test_single_sample_partial_fit(Est, data):
 @pytest.mark.parametrize("Est, data", [(DSGClassifier, _binary), (DSGRegressor, _regression)])
 def test_warm_start_continues(Est, data):
     X, y = data()
-    params = dict(SMALL, n_epochs=1, random_state=0)
+    params = dict(SMALL, solver="sgd", max_iter=1, tol=None, random_state=0)
     warm = Est(**params, warm_start=True).fit(X, y)
     steps = warm.t_
     warm.fit(X, y)
     assert warm.t_ == 2 * steps and warm.n_epochs_seen_ == 2
     # two warm one-epoch fits are one two-epoch fit (the shuffles continue too)
-    _equal_models(warm, Est(**dict(params, n_epochs=2)).fit(X, y), X)
+    _equal_models(warm, Est(**dict(params, solver="sgd", max_iter=2, tol=None)).fit(X, y), X)
     # without warm_start, fit starts over
     cold = Est(**params).fit(X, y)
     cold.fit(X, y)
@@ -220,7 +223,7 @@ def test_warm_start_continues(Est, data):
 
 def test_warm_start_keeps_classes_on_a_chunk_missing_a_class():
     X, y = _three_class()
-    model = DSGClassifier(**SMALL, n_epochs=1, random_state=0, warm_start=True).fit(X, y)
+    model = DSGClassifier(**SMALL, solver="sgd", max_iter=1, tol=None, random_state=0, warm_start=True).fit(X, y)
     part = y != 2
     model.fit(X[part], y[part])
     assert model.classes_.tolist() == [0, 1, 2]
@@ -241,7 +244,7 @@ def test_n_random_features_grows_per_step_up_to_the_budget():
             assert before.shape == model.coef_.shape
             assert not np.array_equal(before, model.coef_)
     # fit: one block per step until the budget
-    fitted = DSGRegressor(block_size=8, max_blocks=3, batch_size=32, n_epochs=1).fit(X, y)
+    fitted = DSGRegressor(block_size=8, max_blocks=3, batch_size=32, solver="sgd", max_iter=1, tol=None).fit(X, y)
     assert fitted.t_ == 2 and fitted.n_random_features_ == 16
 
 
@@ -252,7 +255,7 @@ def test_max_blocks_none_grows_without_bound():
     for k in range(1, 21):
         model.partial_fit(X[2 * (k - 1):2 * k], y[2 * (k - 1):2 * k], classes=[0, 1])
         assert model.n_random_features_ == 4 * k
-    fitted = DSGClassifier(block_size=4, max_blocks=None, batch_size=2, n_epochs=2,
+    fitted = DSGClassifier(block_size=4, max_blocks=None, batch_size=2, solver="sgd", max_iter=2, tol=None,
                            random_state=0).fit(X, y)
     assert fitted.t_ == 40 and fitted.n_blocks_ == 40
     assert fitted.coef_.shape == (160, 1)
@@ -262,7 +265,7 @@ def test_max_blocks_none_grows_without_bound():
                                        (DSGRegressor, _regression)])
 def test_cache_budget_does_not_change_the_model(Est, data):
     X, y = data()
-    params = dict(SMALL, max_blocks=6, n_epochs=2, random_state=0)
+    params = dict(SMALL, max_blocks=6, solver="sgd", max_iter=2, tol=None, random_state=0)
     cached = Est(**params).fit(X, y)
     per_block = cached._blocks.param_size * 8
     assert cached._blocks.cache_slots >= 6
@@ -283,7 +286,7 @@ def test_cache_budget_does_not_change_the_model(Est, data):
                                              (DSGRegressor, _regression, "squared")])
 def test_pickle_round_trip(Est, data, loss):
     X, y = data()
-    model = Est(**SMALL, loss=loss, n_epochs=2, random_state=0).fit(X, y)
+    model = Est(**SMALL, loss=loss, solver="sgd", max_iter=2, tol=None, random_state=0).fit(X, y)
     clone = pickle.loads(pickle.dumps(model))
     _equal_models(model, clone, X)
     if hasattr(model, "predict_proba"):
@@ -350,7 +353,7 @@ def test_string_labels(labels):
 def test_multiclass_learns_three_blobs(loss, loss_name):
     X, y = _blobs()
     model = DSGClassifier(**SCHEDULE, loss=loss, block_size=64, max_blocks=8, batch_size=16,
-                          n_epochs=5, random_state=0).fit(X, y)
+                          solver="sgd", max_iter=5, tol=None, random_state=0).fit(X, y)
     assert model.loss_.name == loss_name
     assert model.coef_.shape == (model.n_random_features_, 3)
     assert model.decision_function(X).shape == (len(y), 3)
@@ -360,7 +363,7 @@ def test_multiclass_learns_three_blobs(loss, loss_name):
 def test_regressor_learns():
     X, y = _regression(n=400)
     X_test, y_test = _regression(n=400, seed=9)
-    model = DSGRegressor(**SCHEDULE, block_size=64, max_blocks=8, batch_size=8, n_epochs=20,
+    model = DSGRegressor(**SCHEDULE, block_size=64, max_blocks=8, batch_size=8, solver="sgd", max_iter=20, tol=None,
                          random_state=0).fit(X, y)
     assert model.score(X_test, y_test) > 0.7  # a linear model: 0.05
 
@@ -371,9 +374,9 @@ def test_regressor_learns():
 def _fitted(kind):
     if kind == "clf":
         X, y = _binary(n=48)
-        return DSGClassifier(**SMALL, n_epochs=2, random_state=0).fit(X, y), X, y
+        return DSGClassifier(**SMALL, solver="sgd", max_iter=2, tol=None, random_state=0).fit(X, y), X, y
     X, y = _regression(n=48)
-    return DSGRegressor(**SMALL, n_epochs=2, random_state=0).fit(X, y), X, y
+    return DSGRegressor(**SMALL, solver="sgd", max_iter=2, tol=None, random_state=0).fit(X, y), X, y
 
 
 def _snapshot(model, X):
@@ -491,7 +494,7 @@ HYPER = [
     ({"alpha": np.nan}, "alpha must be a finite number >= 0.0, got nan"),
     ({"eta0": 0.0}, "eta0 must be a finite number > 0.0, got 0.0"),
     ({"t0": -1.0}, "t0 must be a finite number > 0.0, got -1.0"),
-    ({"n_epochs": 0}, "n_epochs must be an integer >= 1, got 0"),
+    ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
     ({"cache_bytes": -1}, "cache_bytes must be an integer >= 0, got -1"),
     ({"gamma": -1.0}, "gamma must be a finite number > 0.0, got -1.0"),
     ({"gamma": "auto"}, "gamma must be a finite number > 0.0, got 'auto'"),
@@ -549,7 +552,7 @@ class _DivergingLoss(Loss):
 @pytest.mark.parametrize("Est, data", [(DSGClassifier, _binary), (DSGRegressor, _regression)])
 def test_failure_in_the_middle_of_training_leaves_the_model_unchanged(Est, data):
     X, y = data(n=48)  # 6 steps per pass
-    model = Est(**SMALL, loss=_DivergingLoss([10 ** 6]), n_epochs=2, random_state=0).fit(X, y)
+    model = Est(**SMALL, loss=_DivergingLoss([10 ** 6]), solver="sgd", max_iter=2, tol=None, random_state=0).fit(X, y)
     before = _snapshot(model, X)
     model.loss_.fuse[0] = 3  # the 4th step of the next pass fails
     with pytest.raises(FloatingPointError, match="gradient returned non-finite values"):

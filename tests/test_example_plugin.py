@@ -58,7 +58,7 @@ def _require_installed_plugin():
 _require_installed_plugin()
 
 # the classifier settings of the learning tests: 4 blocks of 256 features
-SMALL = dict(block_size=256, max_blocks=4, n_epochs=3)
+SMALL = dict(block_size=256, max_blocks=4, solver="sgd", max_iter=3, tol=None)
 
 
 def _xor(n, seed):
@@ -321,7 +321,7 @@ def test_classifier_by_name_learns_a_nonlinear_problem(xor_model):
 def test_classifier_parameters_reach_the_plugins():
     X, y = _xor(300, 2)
     clf = DSGClassifier(loss=get_loss("smooth_hinge", smoothing=0.2), kernel="cauchy",
-                        gamma="scale", block_size=32, max_blocks=2, n_epochs=1,
+                        gamma="scale", block_size=32, max_blocks=2, solver="sgd", max_iter=1, tol=None,
                         random_state=0).fit(X, y)
     assert clf.loss_.smoothing == 0.2
     assert clf.feature_map_.gamma == clf.gamma_ == pytest.approx(1.0 / (2 * X.var()))
@@ -333,7 +333,7 @@ def test_three_classes_one_vs_rest():
     X = rng.normal(size=(1500, 2))
     y = np.digitize(np.hypot(X[:, 0], X[:, 1]), [0.8, 1.5])  # two rings and the centre
     clf = DSGClassifier(loss="smooth_hinge", kernel="cauchy", gamma=1.0, random_state=0,
-                        **{**SMALL, "n_epochs": 5}).fit(X[:1000], y[:1000])
+                        **{**SMALL, "solver": "sgd", "max_iter": 5, "tol": None}).fit(X[:1000], y[:1000])
     assert clf.decision_function(X[:3]).shape == (3, 3)
     # 0.95-0.98 over seeds; a linear model scores 0.37 (the majority class is 0.40)
     assert clf.score(X[1000:], y[1000:]) > 0.9

@@ -358,8 +358,9 @@ def test_kin8nm_regression():
     # a narrower kernel and ten passes of smaller batches: the multi-pass regime
     multi = FixedFeatureRegressor(gamma=0.25, batch_size=16, n_epochs=10, random_state=0)
     assert rmse(multi) < 0.12  # measured 0.1115
-    # for scale: DSGRegressor's defaults, 4096 features, 5 passes
-    assert rmse(DSGRegressor(random_state=0)) > 0.12
+    # for scale: DSGRegressor's defaults solve for the optimum on 4096 features
+    # (measured 0.0770; the exact kernel ridge 0.0718)
+    assert rmse(DSGRegressor(random_state=0)) < 0.085
 
 
 # --------------------------------------------------------------------------- #

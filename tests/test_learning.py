@@ -14,7 +14,8 @@ from onlinekernel import DSGClassifier, DSGRegressor
 
 @needs_data("ijcnn1")
 def test_ijcnn1_binary_default_model():
-    # Features already in [-1, 1]; default model (hinge, gamma='scale').
+    # Features already in [-1, 1]; default model (logistic by Newton-CG on 4,096
+    # features, gamma='scale'; measured 98.3 %, the exact SVC 98.76 %).
     X, y, Xt, yt = load_dataset("ijcnn1")
     clf = DSGClassifier(random_state=0).fit(X, y)
     assert clf.score(Xt, yt) >= 0.970
@@ -25,15 +26,17 @@ def test_usps_multiclass_one_vs_rest():
     # Pixels in [-1, 1]; 10 classes, hinge one-vs-rest; a narrower bandwidth
     # than 'scale' (1 / (256 * var) = 0.004) and 10 passes.
     X, y, Xt, yt = load_dataset("usps")
-    clf = DSGClassifier(gamma=0.008, n_epochs=10, random_state=0).fit(X, y)
+    clf = DSGClassifier(loss="hinge", gamma=0.008, solver="sgd", max_iter=10, tol=None,
+                        random_state=0).fit(X, y)
     assert clf.score(Xt, yt) >= 0.93
 
 
 @needs_data("letter")
 def test_letter_26_classes():
-    # Features in [-1, 1]; 26 classes, hinge one-vs-rest, gamma = 3.
+    # Features in [-1, 1]; 26 classes, hinge one-vs-rest by SGD, gamma = 3.
     X, y, Xt, yt = load_dataset("letter")
-    clf = DSGClassifier(gamma=3.0, random_state=0).fit(X, y)
+    clf = DSGClassifier(loss="hinge", gamma=3.0, solver="sgd", max_iter=5, tol=None,
+                        random_state=0).fit(X, y)
     assert clf.score(Xt, yt) >= 0.93
 
 
@@ -42,7 +45,8 @@ def test_covtype_binary():
     # Features already scaled to [0, 1]; a Pegasos-like schedule (alpha
     # matched to the step decay: eta0 * t0 = 1 / alpha) without intercept.
     X, y, Xt, yt = load_dataset("covtype_binary_sub20k")
-    clf = DSGClassifier(gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0, fit_intercept=False,
+    clf = DSGClassifier(loss="hinge", gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0,
+                        fit_intercept=False, solver="sgd", max_iter=5, tol=None,
                         random_state=0).fit(X, y)
     assert clf.score(Xt, yt) >= 0.80
 
@@ -55,7 +59,7 @@ def test_cadata_regression():
     X, y, Xt, yt = load_dataset("cadata")
     scaler = StandardScaler().fit(X)
     mu, sd = y.mean(), y.std()
-    reg = DSGRegressor(n_epochs=10, random_state=0).fit(scaler.transform(X), (y - mu) / sd)
+    reg = DSGRegressor(solver="sgd", max_iter=10, tol=None, random_state=0).fit(scaler.transform(X), (y - mu) / sd)
     pred = reg.predict(scaler.transform(Xt)) * sd + mu
     r2 = 1.0 - np.mean((pred - yt) ** 2) / np.var(yt)
     assert r2 >= 0.72

@@ -23,7 +23,7 @@ from onlinekernel import DSGClassifier, DSGRegressor, ModelFileError, modelfile,
 from onlinekernel.modelfile import MAGIC, ModelFileNotFoundError, dumps, loads, read_header
 
 SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0)
-SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, n_epochs=2, random_state=0)
+SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, solver="sgd", max_iter=2, tol=None, random_state=0)
 PRELUDE = 24
 
 
@@ -159,7 +159,7 @@ def test_kernel_params_and_hyper_parameters_are_kept(tmp_path):
     X = _data()
     clf = DSGClassifier(kernel="gaussian", kernel_params={"pairs": True}, max_blocks=None,
                         average=False, gamma="scale", batch_size=16, block_size=8,
-                        random_state=3, n_epochs=1).fit(X, _labels(X, "binary"))
+                        random_state=3, solver="sgd", max_iter=1, tol=None).fit(X, _labels(X, "binary"))
     loaded = _round_trip(clf, tmp_path)
     assert loaded.get_params() == clf.get_params()
     assert loaded.kernel_params == {"pairs": True} and loaded.max_blocks is None
@@ -192,7 +192,7 @@ def test_header_describes_the_model(tmp_path):
     path = tmp_path / "m.okm"
     clf.save(path)
     header = read_header(path)
-    assert header["format"] == "onlinekernel-model" and header["format_version"] == 1
+    assert header["format"] == "onlinekernel-model" and header["format_version"] == 2
     assert header["library_version"] == onlinekernel.__version__
     assert header["estimator"] == {"module": "onlinekernel.estimators._classifier",
                                    "qualname": "DSGClassifier"}
@@ -228,7 +228,8 @@ def test_the_format_stores_every_fitted_attribute():
     X = _data()
     known = {"loss_", "feature_map_", "gamma_", "seed_", "n_features_in_", "_n_outputs", "_coef",
              "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
-             "_coef_avg", "_intercept_avg", "n_averaged_", "_blocks", "_built_from", "classes_"}
+             "_coef_avg", "_intercept_avg", "n_averaged_", "_blocks", "_built_from", "classes_",
+             "solver_", "n_iter_", "_y_mean", "_y_scale"}
     for model in (DSGClassifier(**SMALL).fit(X, _labels(X, "binary")),
                   DSGRegressor(**SMALL).fit(X, X[:, 0])):
         fitted = set(vars(model)) - set(model.get_params())
@@ -408,8 +409,8 @@ def test_saving_into_a_missing_directory_names_it(tmp_path):
 @pytest.fixture(scope="module")
 def small_file():
     X = _data(n=64)
-    clf = DSGClassifier(**dict(SMALL, block_size=4, max_blocks=2, n_epochs=1)).fit(
-        X, _labels(X, "binary"))
+    clf = DSGClassifier(loss="hinge", **dict(SMALL, block_size=4, max_blocks=2, solver="sgd",
+                                             max_iter=1, tol=None)).fit(X, _labels(X, "binary"))
     return dumps(clf)
 
 
@@ -506,9 +507,9 @@ def _crafted(data, edit):
 
 def test_a_newer_format_version_is_refused_naming_both_versions(small_file):
     def newer(h):
-        h["format_version"] = 2
+        h["format_version"] = 3
     with pytest.raises(ModelFileError,
-                       match=r"format version 2, newer than the version 1 .*upgrade") as info:
+                       match=r"format version 3, newer than the version 2 .*upgrade") as info:
         loads(_crafted(small_file, newer))
     assert "corrupted" not in str(info.value)
 
@@ -650,7 +651,7 @@ def _uninstall(site):
 def test_python_plugins_round_trip_by_name(plugin, tmp_path):
     X = _data(n=80)
     y = np.sin(X[:, 0])
-    params = dict(SMALL, n_epochs=1)
+    params = dict(SMALL, solver="sgd", max_iter=1, tol=None)
     by_name = DSGRegressor(loss="ok_mf_cauchy", kernel="ok_mf_cosine", **params).fit(X, y)
     _assert_same_model(by_name, _round_trip(by_name, tmp_path), X)
     module = sys.modules[PLUGIN_MODULE]
@@ -675,7 +676,7 @@ def test_python_plugins_round_trip_by_name(plugin, tmp_path):
 def test_a_missing_plugin_names_it_and_its_distribution(plugin, tmp_path, loss, kernel,
                                                         missing):
     X = _data(n=40)
-    reg = DSGRegressor(loss=loss, kernel=kernel, **dict(SMALL, n_epochs=1)).fit(X, X[:, 0])
+    reg = DSGRegressor(loss=loss, kernel=kernel, **dict(SMALL, solver="sgd", max_iter=1, tol=None)).fit(X, X[:, 0])
     path = tmp_path / "needs_plugin.okm"
     reg.save(path)
     _uninstall(plugin)
@@ -700,7 +701,7 @@ def size_report(d, n_random_features, X, y, block_size=256):
     from sklearn.pipeline import make_pipeline
     M = n_random_features
     clf = DSGClassifier(block_size=block_size, max_blocks=M // block_size, gamma=0.1,
-                        n_epochs=1, random_state=0).fit(X, y)
+                        solver="sgd", max_iter=1, tol=None, random_state=0).fit(X, y)
     ours = len(dumps(clf))
     pipe = make_pipeline(RBFSampler(gamma=0.1, n_components=M, random_state=0),
                          SGDClassifier(max_iter=5, tol=None, random_state=0)).fit(X, y)
@@ -822,3 +823,34 @@ def test_a_builtin_of_a_newer_onlinekernel_asks_for_an_upgrade(small_file):
     with pytest.raises(ModelFileError, match=r"needs the loss 'ok_future_loss'.*built into "
                                              r"onlinekernel 9.0.*upgrade onlinekernel"):
         loads(_crafted(small_file, newer_builtin))
+
+
+V1 = os.path.join(os.path.dirname(__file__), "data", "model_files_v1")
+
+
+@pytest.mark.parametrize("name", ["classifier_hinge", "classifier_logistic_3",
+                                  "classifier_float32", "regressor_huber", "quantiles"])
+def test_files_of_format_version_1_load_and_predict_bit_for_bit(name):
+    # written by onlinekernel at commit 828729f (tests/data/model_files_v1/generate.py)
+    expected = np.load(os.path.join(V1, "expected.npz"))
+    path = os.path.join(V1, name + ".okm")
+    assert read_header(path)["format_version"] == 1
+    model = onlinekernel.load(path)
+    X = expected["X"]
+    out = model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)
+    np.testing.assert_array_equal(out, expected[name])
+    # n_epochs=N is read as the same training: N epochs of SGD, raw targets
+    params = model.get_params()
+    assert params["solver"] == "sgd" and params["tol"] is None and params["max_iter"] >= 1
+    assert "n_epochs" not in params
+    if "normalize_y" in params:
+        assert params["normalize_y"] is False and "_y_scale" not in vars(model)
+    # and the model keeps learning on the targets it was trained on
+    y = expected[name] if out.ndim == 1 else np.argmax(out, axis=1)
+    if name.startswith("classifier"):
+        y = model.predict(X)
+    elif name == "quantiles":
+        y = X[:, 0]
+    before = model.coef_.copy()
+    model.partial_fit(X, y)
+    assert np.isfinite(model.coef_).all() and not np.array_equal(model.coef_, before)

@@ -43,7 +43,7 @@ def test_training_and_prediction_do_not_depend_on_n_jobs(dtype, cache_bytes):
     # is reached in the first epoch, so both growing and full-budget steps run
     X, y = _data()
     Xt = np.random.default_rng(5).normal(size=(1000, 5))
-    params = dict(SMALL, max_blocks=6, dtype=dtype, cache_bytes=cache_bytes, n_epochs=2,
+    params = dict(SMALL, max_blocks=6, dtype=dtype, cache_bytes=cache_bytes, solver="sgd", max_iter=2, tol=None,
                   random_state=3)
     models = [DSGClassifier(**params, n_jobs=n).fit(X, y) for n in (1, 2, 3)]
     for m in models[1:]:
@@ -82,7 +82,7 @@ def test_bad_dtype_is_refused(value):
 def test_float32_model_learns_what_float64_learns(Est):
     X, y = _data(400)
     target = y if Est is DSGClassifier else X[:, 0] ** 2 + np.sin(X[:, 1])
-    params = dict(SMALL, random_state=0, n_epochs=3)
+    params = dict(SMALL, random_state=0, solver="sgd", max_iter=3, tol=None)
     m64 = Est(**params).fit(X, target)
     m32 = Est(**params, dtype="float32").fit(X, target)
     assert m32.coef_.dtype == np.float32 and m64.coef_.dtype == np.float64

@@ -62,14 +62,14 @@ def _coverage(y, pred):
 def test_quantile_loss_is_calibrated_on_a_heteroscedastic_problem(tau):
     X, y = heteroscedastic(4000, seed=0)
     Xt, yt = heteroscedastic(20000, seed=1)  # held-out fraction's sd: 0.0035 at 0.5
-    model = DSGRegressor(loss=get_loss("quantile", quantile=tau), n_epochs=10, random_state=0,
+    model = DSGRegressor(loss=get_loss("quantile", quantile=tau), solver="sgd", max_iter=10, tol=None, random_state=0,
                          **STEPS, **SMALL).fit(X, y)
     pred = model.predict(Xt)
     assert abs(_coverage(yt, pred)[0] - tau) <= 0.02
     # and it is a conditional quantile, not a shifted mean: where the noise
     # is large the 0.1 and 0.9 quantiles lie farther from the median
     if tau != 0.5:
-        median = DSGRegressor(loss=get_loss("quantile", quantile=0.5), n_epochs=10,
+        median = DSGRegressor(loss=get_loss("quantile", quantile=0.5), solver="sgd", max_iter=10, tol=None,
                               random_state=0, **STEPS, **SMALL).fit(X, y).predict(Xt)
         wide = np.abs(Xt[:, 0]) > 1.5
         narrow = np.abs(Xt[:, 0]) < 0.5
@@ -81,7 +81,7 @@ def test_quantile_loss_is_calibrated_on_a_heteroscedastic_problem(tau):
 @pytest.mark.parametrize("tau", TAUS)
 def test_quantile_loss_is_calibrated_on_cadata(tau):
     X, y, Xt, yt = cadata()
-    model = DSGRegressor(loss=get_loss("quantile", quantile=tau), n_epochs=5, random_state=0,
+    model = DSGRegressor(loss=get_loss("quantile", quantile=tau), solver="sgd", max_iter=5, tol=None, random_state=0,
                          **STEPS).fit(X, y)
     assert abs(_coverage(yt, model.predict(Xt))[0] - tau) <= 0.02
 
@@ -100,7 +100,7 @@ def test_quantile_regressor_is_calibrated_and_does_not_cross():
 @needs_data("cadata")
 def test_quantile_regressor_is_calibrated_on_cadata():
     X, y, Xt, yt = cadata()
-    model = DSGQuantileRegressor(quantiles=TAUS, n_epochs=5, random_state=0).fit(X, y)
+    model = DSGQuantileRegressor(quantiles=TAUS, solver="sgd", max_iter=5, tol=None, random_state=0).fit(X, y)
     pred = model.predict(Xt)
     np.testing.assert_allclose(_coverage(yt, pred), TAUS, rtol=0, atol=0.02)
     assert np.all(np.diff(pred, axis=1) >= 0)
@@ -113,7 +113,8 @@ def test_each_output_is_the_single_quantile_model():
     # the outputs share the features and the shuffles but nothing else: output
     # c is DSGRegressor(quantile=tau_c) with the same seed
     X, y = heteroscedastic(300, seed=2)
-    params = dict(STEPS, **SMALL, n_epochs=2, random_state=5)
+    params = dict(STEPS, **SMALL, solver="sgd", max_iter=2, tol=None, alpha=1e-6,
+                  random_state=5)
     multi = DSGQuantileRegressor(quantiles=(0.8, 0.2, 0.5), **params).fit(X, y)
     raw = multi.predict(X, rearrange=False)
     assert multi.quantiles_ == (0.8, 0.2, 0.5)
@@ -129,7 +130,7 @@ def test_rearrangement_sorts_each_row_in_the_order_of_the_levels():
     # two passes on a tiny sample: the raw curves cross somewhere
     X, y = heteroscedastic(64, seed=3)
     levels = (0.9, 0.1, 0.5, 0.3)
-    model = DSGQuantileRegressor(quantiles=levels, n_epochs=2, batch_size=8, eta0=8.0,
+    model = DSGQuantileRegressor(quantiles=levels, solver="sgd", max_iter=2, tol=None, batch_size=8, eta0=8.0,
                                  random_state=0, **SMALL).fit(X, y)
     Xt = np.random.default_rng(4).uniform(-3.0, 3.0, size=(500, 2))
     raw = model.predict(Xt, rearrange=False)
@@ -146,8 +147,9 @@ def test_rearrangement_sorts_each_row_in_the_order_of_the_levels():
 
 def test_partial_fit_in_batches_equals_one_epoch_of_fit():
     X, y = heteroscedastic(200, seed=5)
-    params = dict(STEPS, **SMALL, gamma=0.5, batch_size=16, n_epochs=1, shuffle=False,
-                  random_state=1)
+    # normalize_y=False: fit scales the targets by all rows, partial_fit by the first batch
+    params = dict(STEPS, **SMALL, gamma=0.5, batch_size=16, solver="sgd", max_iter=1, tol=None,
+                  shuffle=False, random_state=1, normalize_y=False)
     full = DSGQuantileRegressor(**params).fit(X, y)
     online = DSGQuantileRegressor(**params)
     for start in range(0, len(y), 16):
@@ -159,7 +161,7 @@ def test_partial_fit_in_batches_equals_one_epoch_of_fit():
 
 def test_pickle_and_model_file_round_trips(tmp_path):
     X, y = heteroscedastic(200, seed=6)
-    model = DSGQuantileRegressor(quantiles=(0.7, 0.2), n_epochs=2, random_state=0,
+    model = DSGQuantileRegressor(quantiles=(0.7, 0.2), solver="sgd", max_iter=2, tol=None, random_state=0,
                                  **SMALL).fit(X, y)
     model.save(tmp_path / "quantiles.okm")
     for clone in (pickle.loads(pickle.dumps(model)), load(tmp_path / "quantiles.okm")):
@@ -186,7 +188,7 @@ def test_invalid_quantiles_raise_and_leave_the_model_unchanged(quantiles, match)
     X, y = heteroscedastic(64, seed=7)
     with pytest.raises(ValueError, match=match):
         DSGQuantileRegressor(quantiles=quantiles).fit(X, y)
-    model = DSGQuantileRegressor(n_epochs=1, random_state=0, **SMALL).fit(X, y)
+    model = DSGQuantileRegressor(solver="sgd", max_iter=1, tol=None, random_state=0, **SMALL).fit(X, y)
     before = model.predict(X)
     model.set_params(quantiles=quantiles)
     for method in ("fit", "partial_fit"):
@@ -200,7 +202,7 @@ def test_invalid_quantiles_raise_and_leave_the_model_unchanged(quantiles, match)
                                   "other_levels"])
 def test_bad_input_leaves_the_model_unchanged(method, case):
     X, y = heteroscedastic(64, seed=8)
-    model = DSGQuantileRegressor(n_epochs=1, random_state=0, **SMALL).fit(X, y)
+    model = DSGQuantileRegressor(solver="sgd", max_iter=1, tol=None, random_state=0, **SMALL).fit(X, y)
     before = (model.coef_.copy(), model.intercept_.copy(), model.t_, model.predict(X))
     Xb, yb, match = X.copy(), y.copy(), None
     if case == "nan_X":

@@ -226,9 +226,11 @@ CASES = (
 
 def make_model(kind, loss, params, **cfg):
     """The compiled model: the loss by name, or as an instance when it has parameters."""
-    est = DSGRegressor if kind == "regression" else DSGClassifier
-    return est(loss=get_loss(loss, **params) if params else loss, kernel="gaussian",
-               random_state=11, **cfg)
+    if kind == "regression":  # the reference runs on the targets as given
+        return DSGRegressor(loss=get_loss(loss, **params) if params else loss,
+                            kernel="gaussian", random_state=11, normalize_y=False, **cfg)
+    return DSGClassifier(loss=get_loss(loss, **params) if params else loss, kernel="gaussian",
+                         random_state=11, **cfg)
 
 
 @pytest.mark.parametrize("loss, params, kind", CASES)
@@ -249,10 +251,10 @@ def test_growing_steps_match_reference(loss, params, kind):
 @pytest.mark.parametrize("loss, params, kind", CASES)
 def test_budget_full_steps_match_reference(loss, params, kind):
     # 8 steps with a budget of 3 blocks: steps 4..8 move the existing blocks;
-    # fit(n_epochs=1, shuffle=False) is one pass over the rows in order
+    # fit(solver="sgd", max_iter=1, tol=None, shuffle=False) is one pass over the rows in order
     cfg = dict(BASE, max_blocks=3, learning_rate="inverse", eta0=0.6, t0=2.0)
     X, y, Xt = problem(kind, 46, seed=1)
-    model = make_model(kind, loss, params, n_epochs=1, shuffle=False, **cfg).fit(X, y)
+    model = make_model(kind, loss, params, solver="sgd", max_iter=1, tol=None, shuffle=False, **cfg).fit(X, y)
     assert model.n_blocks_ == 3 and model.t_ == 8
     ref = reference_for(model, X, y, np.ones(len(y)), loss, params, **cfg)
     check_agreement(model, ref, Xt)
@@ -315,8 +317,8 @@ def test_pegasos_first_step_zeroes_coefficients_of_a_fresh_fit():
     # 1 - alpha / alpha = 0 leaves nothing of an earlier model
     cfg = dict(BASE, learning_rate="pegasos", alpha=0.25)
     X, y, Xt = problem("binary", 24, seed=6)
-    a = make_model("binary", "hinge", {}, n_epochs=1, shuffle=False, **cfg).fit(X, y)
-    b = make_model("binary", "hinge", {}, n_epochs=1, shuffle=False, **cfg)
+    a = make_model("binary", "hinge", {}, solver="sgd", max_iter=1, tol=None, shuffle=False, **cfg).fit(X, y)
+    b = make_model("binary", "hinge", {}, solver="sgd", max_iter=1, tol=None, shuffle=False, **cfg)
     b.fit(X[::-1], y[::-1]).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
@@ -337,7 +339,7 @@ def test_pegasos_first_step_zeroes_coefficients_of_a_fresh_fit():
 def test_reference_features_agree_with_the_feature_map():
     # the reference's features from block parameters are the map's own features
     X, _, _ = problem("binary", 9)
-    model = make_model("binary", "hinge", {}, n_epochs=1, **BASE).fit(X, X[:, 0] > 0)
+    model = make_model("binary", "hinge", {}, solver="sgd", max_iter=1, tol=None, **BASE).fit(X, X[:, 0] > 0)
     fmap = model.feature_map_
     for j in (0, 1, 4):
         np.testing.assert_allclose(

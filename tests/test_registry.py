@@ -327,8 +327,11 @@ def test_external_loss_by_name_in_dsg_regressor(external_plugin):
     y_train[outliers] += rng.choice([-20.0, 20.0], size=30)  # the robust loss shrugs
     cls = _plugin_module().PseudoHuber
     calls = cls.n_gradient_calls
+    # normalize_y=False: the count below is of the training steps' calls only (the
+    # target scaling would add the calls that find the intercept's start)
     model = DSGRegressor(loss="pseudo_huber", random_state=0, learning_rate="invsqrt",
-                         eta0=2.0, t0=1.0, n_epochs=10)
+                         normalize_y=False,
+                         eta0=2.0, t0=1.0, solver="sgd", max_iter=10, tol=None)
     model.fit(X, y_train)
     assert isinstance(model.loss_, cls)
     assert cls.n_gradient_calls - calls == model.t_ > 0  # the solver ran the Python loss
@@ -336,7 +339,7 @@ def test_external_loss_by_name_in_dsg_regressor(external_plugin):
     assert model.score(X_test, y_test) > 0.9
     # the same data under the squared loss is wrecked by the outliers
     squared = DSGRegressor(loss="squared", random_state=0, learning_rate="invsqrt",
-                           eta0=2.0, t0=1.0, n_epochs=10)
+                           eta0=2.0, t0=1.0, solver="sgd", max_iter=10, tol=None)
     assert squared.fit(X, y_train).score(X_test, y_test) < model.score(X_test, y_test)
 
 
@@ -564,8 +567,8 @@ class FaultyMargin(FaultyLoss):
 
 def test_python_margin_loss_in_classifier_matches_the_compiled_one():
     X, y = _circle_data()
-    py = DSGClassifier(loss=PyLogistic(), random_state=0, n_epochs=2).fit(X, y)
-    cy = DSGClassifier(loss="logistic", random_state=0, n_epochs=2).fit(X, y)
+    py = DSGClassifier(loss=PyLogistic(), random_state=0, solver="sgd", max_iter=2, tol=None).fit(X, y)
+    cy = DSGClassifier(loss="logistic", random_state=0, solver="sgd", max_iter=2, tol=None).fit(X, y)
     assert isinstance(py.loss_, PyLogistic)
     np.testing.assert_allclose(py.coef_, cy.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(py.intercept_, cy.intercept_, rtol=1e-9, atol=1e-12)
@@ -589,8 +592,8 @@ def test_python_margin_loss_one_vs_rest_on_three_classes():
 
 def test_python_real_loss_in_regressor_matches_the_compiled_one():
     X, y = _regression_data()
-    py = DSGRegressor(loss=PySquared(), random_state=0, n_epochs=2).fit(X, y)
-    cy = DSGRegressor(loss="squared", random_state=0, n_epochs=2).fit(X, y)
+    py = DSGRegressor(loss=PySquared(), random_state=0, solver="sgd", max_iter=2, tol=None).fit(X, y)
+    cy = DSGRegressor(loss="squared", random_state=0, solver="sgd", max_iter=2, tol=None).fit(X, y)
     np.testing.assert_allclose(py.coef_, cy.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(py.intercept_, cy.intercept_, rtol=1e-9, atol=1e-12)
     assert py.score(X, y) > 0.9
@@ -631,7 +634,10 @@ FAULTS = [("nan", FloatingPointError, r"FaultyLoss\.gradient returned non-finite
 @pytest.mark.parametrize("fault, error, message", FAULTS)
 def test_faulty_python_loss_in_fit_leaves_the_fitted_model_unchanged(fault, error, message):
     X, y = _regression_data(n=640)
-    model = DSGRegressor(loss=PySquared(), random_state=0, n_epochs=1).fit(X, y)
+    # normalize_y=False: the fault is counted in training steps (the target scaling
+    # would call the loss first to find the intercept's start)
+    model = DSGRegressor(loss=PySquared(), random_state=0, solver="sgd", max_iter=1, tol=None,
+                         normalize_y=False).fit(X, y)
     before = _snapshot(model)
     pred = model.predict(X)
     # fails on the 4th mini-batch of a new fit: steps were taken before the fault
@@ -646,7 +652,8 @@ def test_faulty_python_loss_in_warm_start_fit_leaves_the_model_unchanged(fault, 
                                                                           message):
     X, y = _regression_data(n=640)
     model = DSGRegressor(loss=FaultyLoss(fault, fail_at=10 ** 9), random_state=0,
-                         n_epochs=1, warm_start=True).fit(X, y)
+                         solver="sgd", max_iter=1, tol=None, warm_start=True,
+                         normalize_y=False).fit(X, y)
     before = _snapshot(model)
     pred = model.predict(X)
     # training continues from the fitted state and fails on its 4th mini-batch
@@ -678,7 +685,7 @@ def test_faulty_python_loss_in_partial_fit_leaves_the_model_unchanged(fault, err
 @pytest.mark.parametrize("fault", ["nan", "shape"])
 def test_faulty_python_loss_in_classifier_leaves_the_model_unchanged(fault):
     X, y = _circle_data(n=640)
-    clf = DSGClassifier(loss=PyLogistic(), random_state=0, n_epochs=1).fit(X, y)
+    clf = DSGClassifier(loss=PyLogistic(), random_state=0, solver="sgd", max_iter=1, tol=None).fit(X, y)
     before = _snapshot(clf)
     pred = clf.predict(X)
     clf.set_params(loss=FaultyMargin(fault, fail_at=2))

@@ -400,8 +400,9 @@ def test_preconditioned_step_in_the_model(batch, block):
     # 200 rows span two tiles of the solver (both the B x B and the F x F solve)
     X, y = _data(n=batch)
     lam, step = 0.2, 3.0
-    model = DSGClassifier(gamma=0.5, alpha=0.0, batch_size=batch, block_size=block,
-                          max_blocks=1, learning_rate="constant", eta0=step, precondition=lam,
+    model = DSGClassifier(loss="hinge", gamma=0.5, alpha=0.0, batch_size=batch,
+                          block_size=block, max_blocks=1, learning_rate="constant", eta0=step,
+                          precondition=lam,
                           fit_intercept=False, random_state=0)
     model.partial_fit(X, y, classes=[0, 1])
     Phi = model.feature_map_.transform_block(model.seed_, 0, X)

@@ -117,7 +117,7 @@ def test_concurrent_partial_fit_calls_are_serialised():
     assert len(by_first_target) == 2 * n_calls
 
     def make():
-        return DSGRegressor(loss=_LoggedSquared(), random_state=0, batch_size=B,
+        return DSGRegressor(loss=_LoggedSquared(), random_state=0, batch_size=B, normalize_y=False,
                             block_size=64, max_blocks=8, eta0=0.5)
 
     est = make()
@@ -153,7 +153,7 @@ def test_concurrent_partial_fit_calls_are_serialised():
 def test_fit_and_partial_fit_concurrently_leave_a_sequential_model():
     rng = np.random.default_rng(4)
     X, y = rng.normal(size=(256, 3)), rng.normal(size=256)
-    est = DSGRegressor(random_state=0, batch_size=32, n_epochs=2).fit(X, y)
+    est = DSGRegressor(random_state=0, batch_size=32, solver="sgd", max_iter=2, tol=None).fit(X, y)
     errors = []
 
     def refit():
@@ -176,7 +176,7 @@ def test_fit_and_partial_fit_concurrently_leave_a_sequential_model():
     steps_of_fit = 2 * 256 // 32
     k = est.t_ - steps_of_fit
     assert 0 <= k <= 20 and est.samples_seen_ == 2 * 256 + 8 * k
-    ref = DSGRegressor(random_state=0, batch_size=32, n_epochs=2).fit(X, y)
+    ref = DSGRegressor(random_state=0, batch_size=32, solver="sgd", max_iter=2, tol=None).fit(X, y)
     for i in range(20 - k, 20):
         ref.partial_fit(X[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
     np.testing.assert_array_equal(ref.coef_, est.coef_)

@@ -9,13 +9,17 @@ copy of the state that replaces the old one only on success, so a failed
 call leaves the model exactly as it was.
 """
 import copy
+import dataclasses
 import functools
+import math
 import numbers
 import threading
+import warnings
 import weakref
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -28,10 +32,14 @@ from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._solver import BlockSource, _threads, predict_raw, train_steps
 from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
+from onlinekernel.solvers import (
+    BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, solver_memory)
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
-# feature block a model can reach).
+# feature block a model can reach), and the stream that splits off the
+# early-stopping validation rows next to them.
 _SHUFFLE_BLOCK = 1 << 62
+_SPLIT_BLOCK = _SHUFFLE_BLOCK - 1
 # The ridge of precondition=True, relative to the features' unit second moment
 # (measured on ijcnn1, letter and covtype; see the DSGClassifier docstring).
 _DEFAULT_RIDGE = 1.0
@@ -106,6 +114,39 @@ def _same(a, b):
         return type(a) is type(b) and bool(a == b)
     except Exception:
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopping:
+    """When ``fit`` stops its SGD epochs (see ``BaseDSG._fit_sgd``)."""
+    max_iter: int
+    tol: float = None
+    n_iter_no_change: int = 5
+    early_stopping: bool = False
+    validation_fraction: float = 0.1
+
+
+def _loss_name(loss):
+    return repr(getattr(loss, "name", None) or type(loss).__name__)
+
+
+def _constant_minimiser(loss, Y, w, n_outputs):
+    """Per output, the constant raw value ``b`` minimising ``sum_i w_i loss(y_i, b)``.
+
+    Bisection on the weighted gradient sum, which is non-decreasing in ``b``
+    for a convex loss (the mean for the squared loss, the weighted quantile
+    for the pinball loss); the targets' range brackets it.
+    """
+    lo = np.full(n_outputs, float(Y.min()) - 1.0)
+    hi = np.full(n_outputs, float(Y.max()) + 1.0)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        g = w @ loss.gradient(Y, np.broadcast_to(mid, (Y.shape[0], n_outputs)).copy())
+        # rounding of a zero sum (a flat stretch of the pinball loss) must not
+        # decide the side: one rule whatever the summation order
+        below = g < -1e-12
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
 
 
 _train_locks = weakref.WeakKeyDictionary()
@@ -190,7 +231,7 @@ class BaseDSG(BaseEstimator):
         _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
         _check_real("eta0", self.eta0, 0.0, strict=True)
         _check_real("t0", self.t0, 0.0, strict=True)
-        _check_int("n_epochs", self.n_epochs, 1)
+        self._validate_stopping()
         _check_int("cache_bytes", self.cache_bytes, 0)
         self._model_dtype()
         check_n_jobs(self.n_jobs)
@@ -222,6 +263,27 @@ class BaseDSG(BaseEstimator):
         built = getattr(self, "_built_from", None)
         if built is None or not (_same(built[0], self.loss) and _same(built[1], self.kernel)):
             self._check_names()
+
+    def _validate_stopping(self):
+        """Check the solver and stopping parameters (``n_epochs`` where those are absent)."""
+        names = self._get_param_names()
+        if "max_iter" not in names:
+            _check_int("n_epochs", self.n_epochs, 1)
+            return
+        if "solver" in names:
+            if not (isinstance(self.solver, str) and self.solver in SOLVERS):
+                raise ValueError(f"unknown solver {self.solver!r}; choose one of "
+                                 f"{', '.join(map(repr, SOLVERS))}")
+            _check_int("max_memory", self.max_memory, 0)
+        _check_int("max_iter", self.max_iter, 1)
+        if self.tol is not None:
+            _check_real("tol", self.tol, 0.0)
+        _check_int("n_iter_no_change", self.n_iter_no_change, 1)
+        _check_bool("early_stopping", self.early_stopping)
+        _check_real("validation_fraction", self.validation_fraction, 0.0, strict=True)
+        if not self.validation_fraction < 1.0:
+            raise ValueError(f"validation_fraction must be in (0, 1), got "
+                             f"{self.validation_fraction!r}")
 
     def _validate_reuse(self):
         if not (isinstance(self.reuse, str) and self.reuse in _REUSE_MODES):
@@ -384,6 +446,8 @@ class BaseDSG(BaseEstimator):
     def _state_copy(self):
         state = {k: getattr(self, k) for k in ("loss_", "feature_map_", "gamma_", "seed_",
                                                 "n_features_in_", "_n_outputs", "_blocks")}
+        if "_y_scale" in self.__dict__:
+            state["_y_mean"], state["_y_scale"] = self._y_mean, self._y_scale
         for k in _STATE:
             v = getattr(self, k)
             state[k] = v.copy() if isinstance(v, np.ndarray) else v
@@ -432,7 +496,7 @@ class BaseDSG(BaseEstimator):
 
     def _run_epoch(self, state, X, Y, sw, order):
         alpha = self._penalty(state)
-        loss = as_cy_loss(state["loss_"])
+        loss = as_cy_loss(self._train_loss(state))
         self._check_trainable(state, Y, loss)
         B = self.batch_size
         n = order.shape[0]
@@ -496,12 +560,220 @@ class BaseDSG(BaseEstimator):
         else:
             state = self._new_state(X, n_outputs, loss)
         sw = np.ascontiguousarray(sw)
-        for _ in range(self.n_epochs):
-            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], X.shape[0])
-            self._run_epoch(state, X, Y, sw, order)
-            state["n_epochs_seen_"] += 1
+        Y = self._standardize_targets(state, Y, sw, first=not warm)
+        solver = self._resolve_solver(state, X.shape[0], n_outputs)
+        if solver == "sgd":
+            self._fit_sgd(state, X, Y, sw)
+        else:
+            self._fit_batch(state, solver, X, Y, sw)
+        state["solver_"] = solver
         self._commit(state)
         return self
+
+    # ------------------------------------------------------------------ #
+    # solvers
+    # ------------------------------------------------------------------ #
+    # Estimators whose constructor takes no ``solver`` train by SGD (the
+    # density ratio, GP, fixed-feature and shrinking models run their own loops).
+    solver = "sgd"
+
+    def _resolve_solver(self, state, n, n_outputs):
+        """The solver ``fit`` runs: ``solver``, or the choice of ``"auto"``.
+
+        Batch solvers need a finite feature budget and a loss whose intercept
+        is the weight of a constant feature (not, say, novelty's offset).
+        """
+        if self.solver == "sgd":
+            return "sgd"
+        loss = self._train_loss(state)
+        batchable = (self.max_blocks is not None
+                     and getattr(loss, "intercept_rule", "constant_feature") == "constant_feature")
+        if self.solver == "auto" and not batchable:
+            return "sgd"
+        M = self.max_blocks * state["feature_map_"].n_components if batchable else 0
+        itemsize = self._model_dtype().itemsize
+        if self.solver == "auto":
+            return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory)
+        name = _loss_name(loss)
+        if not batchable:
+            raise ValueError(f"solver={self.solver!r} needs a finite max_blocks and a loss "
+                             f"whose intercept is a constant feature; {name} with "
+                             f"max_blocks={self.max_blocks!r} trains only with solver='sgd'")
+        curvatures = BATCH_SOLVERS[self.solver][1]
+        if getattr(loss, "curvature", None) not in curvatures:
+            raise ValueError(f"solver={self.solver!r} converges for losses of curvature "
+                             f"{' or '.join(map(repr, curvatures))}; {name} has curvature="
+                             f"{getattr(loss, 'curvature', None)!r} (use solver='auto' or "
+                             f"'sgd')")
+        need = solver_memory(self.solver, n, M, n_outputs, itemsize)
+        if self.solver != "cholesky" and need > self.max_memory:
+            raise ValueError(f"solver={self.solver!r} needs {need / 2 ** 20:.0f} MiB for "
+                             f"{n} rows x {M} features, more than max_memory="
+                             f"{self.max_memory} bytes: raise max_memory, use fewer "
+                             f"features or solver='sgd'")
+        return self.solver
+
+    def _fit_batch(self, state, solver, X, Y, sw):
+        """Minimise the regularised risk on the full budget of features to ``tol``."""
+        fmap = state["feature_map_"]
+        nb = self.max_blocks
+        M, K = nb * fmap.n_components, state["_n_outputs"]
+        itemsize = self._model_dtype().itemsize
+        room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
+                                  if solver == "cholesky" else 0)
+        op = FeatureOperator(fmap, state["seed_"], nb, X, max_bytes=room,
+                             n_jobs=check_n_jobs(self.n_jobs))
+        try:
+            problem = Problem(op, as_cy_loss(self._train_loss(state)), Y, sw,
+                              self._penalty(state), self.fit_intercept, K)
+            start = {}
+            if state["n_blocks_"] == nb:  # warm start from the fitted coefficients
+                start = {"coef": float(state["_scale"]) * state["_coef"][:M].astype(np.float64),
+                         "intercept": state["_intercept"].copy()}
+            tol = 0.0 if self.tol is None else self.tol  # None: all max_iter iterations
+            sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter, **start)
+        finally:
+            op.close()
+        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
+            raise FloatingPointError(f"solver {solver!r} produced non-finite coefficients "
+                                     f"(an overflow in the data or the loss); the model is "
+                                     f"unchanged")
+        dt = self._model_dtype()
+        state["_coef"] = np.ascontiguousarray(sol.coef, dtype=dt)
+        state["_scale"] = 1.0
+        state["_intercept"] = np.asarray(sol.intercept, dtype=np.float64).copy()
+        state["_coef_avg"] = np.zeros_like(state["_coef"])
+        state["_intercept_avg"] = np.zeros(K)
+        state["n_averaged_"] = 0
+        state["n_blocks_"] = nb
+        state["samples_seen_"] += X.shape[0]
+        state["n_epochs_seen_"] += 1
+        state["n_iter_"] = int(sol.n_iter)
+        if not sol.converged:
+            warnings.warn(f"solver {solver!r} stopped after max_iter={self.max_iter} "
+                          f"iterations with a relative gradient norm (or duality gap) of "
+                          f"{sol.gradient_norm:.2e}, above tol={self.tol}: raise max_iter",
+                          ConvergenceWarning, stacklevel=4)
+
+    def _fit_sgd(self, state, X, Y, sw):
+        """Epochs of doubly stochastic steps until the stopping rule holds.
+
+        scikit-learn's rule: with ``tol`` set, stop once the score has not
+        improved by ``tol`` for ``n_iter_no_change`` consecutive epochs; the
+        score is the regularised training objective, or with
+        ``early_stopping`` the loss on ``validation_fraction`` of the rows
+        held out (seeded split).  ``max_iter`` caps the epochs.
+        """
+        stop = self._stopping()
+        if stop.early_stopping:
+            train, val = self._validation_split(state["seed_"], X.shape[0])
+            Xs, Ys, sws = X[train], Y[train], np.ascontiguousarray(sw[train])
+            Xv, Yv, swv = X[val], Y[val], sw[val]
+        else:
+            Xs, Ys, sws = X, Y, sw
+        best, stalled, epochs, converged = np.inf, 0, 0, False
+        while epochs < stop.max_iter:
+            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xs.shape[0])
+            self._run_epoch(state, Xs, Ys, sws, order)
+            state["n_epochs_seen_"] += 1
+            epochs += 1
+            if stop.tol is None:
+                continue
+            if stop.early_stopping:
+                score = self._objective(state, Xv, Yv, swv, penalty=False)
+            else:
+                score = self._objective(state, Xs, Ys, sws, penalty=True)
+            if not np.isfinite(score):
+                raise FloatingPointError(f"the {'validation' if stop.early_stopping else 'training'}"
+                                         f" loss is {score} after epoch {epochs}: the steps "
+                                         f"diverge (lower eta0); the model is unchanged")
+            stalled = stalled + 1 if score > best - stop.tol else 0
+            best = min(best, score)
+            if stalled >= stop.n_iter_no_change:
+                converged = True
+                break
+        state["n_iter_"] = epochs
+        if stop.tol is not None and not converged:
+            warnings.warn(f"SGD stopped after max_iter={stop.max_iter} epochs before its "
+                          f"stopping rule held (tol={stop.tol}, n_iter_no_change="
+                          f"{stop.n_iter_no_change}): raise max_iter", ConvergenceWarning,
+                          stacklevel=4)
+
+    def _stopping(self):
+        """The SGD stopping rule of ``fit``, from scikit-learn's parameters.
+
+        Estimators that take ``n_epochs`` instead run that many passes.
+        """
+        if "max_iter" not in self._get_param_names():
+            return Stopping(self.n_epochs)
+        return Stopping(self.max_iter, self.tol, self.n_iter_no_change, self.early_stopping,
+                        self.validation_fraction)
+
+    def _objective(self, state, X, Y, sw, penalty):
+        """Weighted mean loss of the model in ``state`` on ``(X, Y)`` (+ the penalty)."""
+        U = model_outputs(state, X, self.n_jobs)
+        w = sw / sw.sum()
+        value = float(w @ as_cy_loss(self._train_loss(state)).loss(Y, U))
+        if penalty:
+            coef = (state["_coef_avg"] if state["n_averaged_"]
+                    else float(state["_scale"]) * state["_coef"])
+            rows = state["n_blocks_"] * state["feature_map_"].n_components
+            c = coef[:rows].astype(np.float64)
+            value += 0.5 * self._penalty(state) * rows * float(np.einsum("ij,ij->", c, c))
+        return value
+
+    def _validation_split(self, seed, n):
+        """Indices of the training and validation rows (a seeded permutation)."""
+        fraction = self._stopping().validation_fraction
+        n_val = math.ceil(fraction * n)
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError(f"early_stopping needs at least one validation and one "
+                             f"training row: validation_fraction={fraction} of {n} rows")
+        perm = np.argsort(words(seed, _SPLIT_BLOCK, 0, n), kind="stable")
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+    # ------------------------------------------------------------------ #
+    # target scaling
+    # ------------------------------------------------------------------ #
+    # Regressors with ``normalize_y=True`` train on standardised targets,
+    # (y - mean) / scale, with the loss's parameters in the target's units
+    # divided by scale, and undo it on prediction (``_raw``).
+
+    def _standardize_targets(self, state, Y, sw, first):
+        """``Y`` in the model's internal units, fixing the scaling on the first call."""
+        if first and not getattr(self, "normalize_y", False):
+            return Y
+        if first:
+            y = Y[:, 0]
+            w = sw / sw.sum()
+            mean = float(w @ y)
+            std = float(np.sqrt(w @ (y - mean) ** 2))
+            # one row (or constant targets) has no spread: scale by its size
+            scale = std if std > 0 and np.isfinite(std) else max(abs(mean), 1.0)
+            if not (np.isfinite(mean) and np.isfinite(scale)):
+                raise ValueError(f"the targets overflow: their mean or standard deviation "
+                                 f"is not finite (mean {mean}, std {std})")
+            state["_y_mean"], state["_y_scale"] = mean, scale
+            Z = (Y - mean) / scale
+            # the intercept starts at the constant that minimises the loss
+            if self.fit_intercept:
+                state["_intercept"] = _constant_minimiser(as_cy_loss(self._train_loss(state)),
+                                                          Z, w, state["_n_outputs"])
+            return np.ascontiguousarray(Z)
+        if "_y_scale" not in state:  # a model of format version 1: raw targets
+            return Y
+        return np.ascontiguousarray((Y - state["_y_mean"]) / state["_y_scale"])
+
+    def _train_loss(self, state):
+        """The loss the solvers see: ``loss_``, with target-unit parameters rescaled."""
+        loss = state["loss_"]
+        scale = state.get("_y_scale", 1.0)
+        units = tuple(getattr(loss, "target_unit_params", ()))
+        if scale == 1.0 or not units:
+            return loss
+        params = dict(loss.get_params())
+        params.update({p: params[p] / scale for p in units})
+        return type(loss)(**params)
 
     @staticmethod
     def _kept_rows(sw):
@@ -545,6 +817,7 @@ class BaseDSG(BaseEstimator):
         if fast is not None:
             X, Y = fast
             state = self._state_copy()
+            Y = self._standardize_targets(state, Y, None, first=False)
             self._run_epoch(state, X, Y, np.ones(X.shape[0]),
                             np.arange(X.shape[0], dtype=np.int64))
             self._commit(state)
@@ -560,8 +833,10 @@ class BaseDSG(BaseEstimator):
         if not keep.all():
             X, Y, sw = X[keep], Y[keep], sw[keep]
         state = self._new_state(X, n_outputs, loss) if first else self._state_copy()
+        sw = np.ascontiguousarray(sw)
+        Y = self._standardize_targets(state, Y, sw, first=first)
         order = np.arange(X.shape[0], dtype=np.int64)
-        self._run_epoch(state, X, Y, np.ascontiguousarray(sw), order)
+        self._run_epoch(state, X, Y, sw, order)
         self._commit(state)
         return self
 
@@ -571,7 +846,10 @@ class BaseDSG(BaseEstimator):
         # new state in one step, so this is wholly the old or the new model
         st = self.__dict__.copy()
         X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", reset=False)
-        return model_outputs(st, X, self.n_jobs)
+        out = model_outputs(st, X, self.n_jobs)
+        if "_y_scale" in st:  # back to the target's units
+            out = out * st["_y_scale"] + st["_y_mean"]
+        return out
 
     @property
     def n_random_features_(self):

@@ -21,13 +21,10 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from onlinekernel._random import words
 from onlinekernel.estimators._base import (
-    _SHUFFLE_BLOCK, _STATE, BaseDSG, _check_bool, _check_int, _check_real, model_outputs,
+    _SPLIT_BLOCK, _STATE, BaseDSG, _check_bool, _check_int, _check_real, model_outputs,
     transactional)
 from onlinekernel.estimators._classifier import DSGClassifier
 
-# The stream of the seed that splits off the early-stopping validation rows:
-# next to the shuffling streams, far above any feature block.
-_SPLIT_BLOCK = _SHUFFLE_BLOCK - 1
 # Fitted attributes beyond the common state, reset by every training call.
 _CALL_STATE = ("n_iter_", "best_epoch_", "validation_scores_", "best_validation_score_")
 

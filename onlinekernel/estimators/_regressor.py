@@ -23,9 +23,27 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     (``squared``, ``huber``, ``epsilon_insensitive``, ``quantile`` or a
     Python :class:`onlinekernel.Loss` with ``target_encoding="real"``).
 
-    With the squared loss, the step changes predictions in proportion to the
-    residual, so targets need no scaling for stability; features should be
-    standardised (``gamma="scale"`` assumes comparable feature scales).
+    By default ``fit`` reaches the regularised optimum on the
+    ``max_blocks * block_size`` random features (``solver="auto"``: a
+    Cholesky solve for the squared loss, Newton-CG for Huber, dual
+    coordinate descent for the quantile and epsilon-insensitive losses);
+    ``partial_fit`` takes stochastic steps.  Targets are standardised
+    internally (``normalize_y``), so they need no scaling; features should
+    be standardised (``gamma="scale"`` assumes comparable feature scales).
+
+    Parameters
+    ----------
+    normalize_y : bool, default=True
+        Train on standardised targets: ``(y - mean) / std`` of the targets
+        first seen (``fit``: all of y; ``partial_fit``: the first batch),
+        with the loss's parameters in the target's units (Huber's
+        ``delta``, ``epsilon``) divided by the same std; the intercept
+        starts at the loss's best constant (the mean, or the quantile) and
+        predictions are mapped back, so the model file keeps the scaling.
+        ``False`` trains on the targets as given (scikit-learn's
+        ``GaussianProcessRegressor`` has the same switch).
+    others
+        As in :class:`DSGClassifier`.
 
     Examples
     --------
@@ -43,10 +61,12 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
-                 n_epochs=5, shuffle=True, average=False, reuse="all",
+                 solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
+                 early_stopping=False, validation_fraction=0.1, max_memory=2 ** 31,
+                 shuffle=True, average=False, reuse="all",
                  reuse_schedule=(1, 0), precondition=False, projection=False,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
-                 dtype="float64", n_jobs=None):
+                 dtype="float64", n_jobs=None, normalize_y=True):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):
@@ -69,7 +89,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
 
     @transactional
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)`` for ``n_epochs`` passes.
+        """Fit the model on ``(X, y)`` with ``solver`` (see the class docstring).
 
         Parameters
         ----------

@@ -69,15 +69,32 @@ def _equal_models(a, b, X):
 # scikit-learn's estimator checks
 # --------------------------------------------------------------------------- #
 def _expected_failed_checks(estimator):
+    check = "check_sample_weight_equivalence_on_dense_data"
     if isinstance(estimator, DSGGaussianProcessRegressor):
         return {}  # its exact solver: a weight w is exactly w copies of the row
+    if type(estimator) in (DSGClassifier, DSGRegressor):
+        # fit by a batch solver: the weighted optimum is the repeated rows' optimum
+        if estimator.dtype == "float64":
+            return {}
+        return {check: "float32 features: the weighted and the repeated fits agree to "
+                       "float32 rounding (measured 3e-8 absolute), not to the check's "
+                       "rtol 1e-7"}
+    if isinstance(estimator, DSGQuantileRegressor):
+        return {check: "dual coordinate descent stops at tol=1e-4 (relative duality gap): "
+                       "the two optima agree to that tolerance, not to 1e-7 (with "
+                       "tol=1e-12 the check passes: test_quantile_weights_are_repeated_rows)"}
     return {
-        "check_sample_weight_equivalence_on_dense_data":
-            "a sample weight scales the row's gradient within one stochastic step: "
-            "a weight of 2 is one larger step, not two steps as a repeated row is "
-            "(inherent to SGD-type training; see "
-            "test_sample_weight_is_a_step_multiplier)",
+        check: "a sample weight scales the row's gradient within one stochastic step: "
+               "a weight of 2 is one larger step, not two steps as a repeated row is "
+               "(inherent to SGD-type training; see "
+               "test_sample_weight_is_a_step_multiplier)",
     }
+
+
+def test_quantile_weights_are_repeated_rows():
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+    check_sample_weight_equivalence_on_dense_data("DSGQuantileRegressor",
+                                                  DSGQuantileRegressor(tol=1e-12))
 
 
 @parametrize_with_checks([DSGClassifier(), DSGRegressor(), DSGClassifier(dtype="float32"),

@@ -555,11 +555,11 @@ class BaseDSG(BaseEstimator):
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
         loss, Y, n_outputs = self._prepare_targets(y, fitting=not warm)
+        sw = np.ascontiguousarray(sw)
         if warm:
             state = self._state_copy()
-        else:
-            state = self._new_state(X, n_outputs, loss)
-        sw = np.ascontiguousarray(sw)
+        else:  # gamma="scale" from the weighted variance: a weight is repeated rows
+            state = self._new_state(X, n_outputs, loss, sw)
         Y = self._standardize_targets(state, Y, sw, first=not warm)
         solver = self._resolve_solver(state, X.shape[0], n_outputs)
         if solver == "sgd":
@@ -832,7 +832,7 @@ class BaseDSG(BaseEstimator):
         keep = self._kept_rows(sw)  # as in fit: a zero weight leaves the row out
         if not keep.all():
             X, Y, sw = X[keep], Y[keep], sw[keep]
-        state = self._new_state(X, n_outputs, loss) if first else self._state_copy()
+        state = self._new_state(X, n_outputs, loss, sw) if first else self._state_copy()
         sw = np.ascontiguousarray(sw)
         Y = self._standardize_targets(state, Y, sw, first=first)
         order = np.arange(X.shape[0], dtype=np.int64)

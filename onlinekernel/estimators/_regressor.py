@@ -13,7 +13,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     :class:`DSGClassifier` for the algorithm and the parameters (among them
     ``reuse``, ``reuse_schedule``, ``precondition`` and ``projection``: what
     a full budget does with its blocks), which are the same except for the
-    defaults of ``loss`` (``"squared"``), ``alpha`` (``1e-6``), the step
+    defaults of ``loss`` (``"squared"``), the step
     (``learning_rate="constant"`` with ``eta0=1.0``) and ``precondition``
     (``False``: on cadata, cpusmall and kin8nm it lowered the validation
     RMSE by 1 to 5 % but tripled the fit time, ``benchmarks/defaults.py``).
@@ -26,7 +26,10 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     By default ``fit`` reaches the regularised optimum on the
     ``max_blocks * block_size`` random features (``solver="auto"``: a
     Cholesky solve for the squared loss, Newton-CG for Huber, dual
-    coordinate descent for the quantile and epsilon-insensitive losses);
+    coordinate descent for the quantile and epsilon-insensitive losses, which
+    slows down as ``alpha * n_samples`` gets small: with those losses raise
+    ``alpha`` to about 1e-3, as :class:`DSGQuantileRegressor` does, which on
+    cadata also gives the better coverage);
     ``partial_fit`` takes stochastic steps.  Targets are standardised
     internally (``normalize_y``), so they need no scaling; features should
     be standardised (``gamma="scale"`` assumes comparable feature scales).

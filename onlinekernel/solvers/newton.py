@@ -87,13 +87,14 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None):
     d = D[:, 0]
     G0 = problem.loss.gradient(problem.Y, U0) * problem.w[:, None]  # -D t for targets t
     gb = G0.sum(axis=0) if problem.fit_intercept else zeros_b
+    gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
     if problem.features.cached and n < M:
         C, b = _cholesky_dual(problem, d, G0)
     else:
-        C, b = _cholesky_primal(problem, d, G0, gb)
+        C, b = _cholesky_primal(problem, d, gC, gb)
     U = problem.raw(C, b)
     g = Problem.norm(*problem.gradient(C, U))
-    g0 = max(Problem.norm(problem.features.rmatvec(G0), gb), np.finfo(float).tiny)
+    g0 = max(Problem.norm(gC, gb), np.finfo(float).tiny)
     return Solution(C, b, 1, True, problem.value(C, U), g / g0)
 
 
@@ -102,11 +103,10 @@ def _cho_solve(A, B):
                                               check_finite=False), B, check_finite=False)
 
 
-def _cholesky_primal(problem, d, G0, gb):
-    """``(Phi^T D Phi + lam I) C = -Phi^T G0`` with the intercept eliminated (``M x M``)."""
+def _cholesky_primal(problem, d, gC, gb):
+    """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``)."""
     M = problem.M
     A, s = problem.features.gram(d)
-    gC = problem.features.rmatvec(G0)
     h = float(d.sum()) if problem.fit_intercept else 0.0
     if h > 0:  # eliminate the intercept: the weighted-centred Gram matrix
         A -= np.outer(s, s) / h

@@ -152,11 +152,16 @@ def test_estimator_batch_fit_is_the_optimum():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
     y = np.sin(X[:, 0]) + 0.05 * rng.normal(size=400)
-    reg = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0).fit(X, y)
-    assert reg.solver_ == "cholesky" and reg.n_random_features_ == 128
+    reg = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0,
+                       tol=1e-8).fit(X, y)
+    # 400 rows for 128 features: conjugate gradients rather than the normal equations
+    assert reg.solver_ == "newton-cg" and reg.n_random_features_ == 128
+    exact = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0,
+                         solver="cholesky").fit(X, y)
     lbfgs = DSGRegressor(block_size=32, max_blocks=4, alpha=1e-5, random_state=0,
                          solver="lbfgs", tol=1e-8).fit(X, y)
     np.testing.assert_allclose(reg.predict(X), lbfgs.predict(X), atol=1e-5)
+    np.testing.assert_allclose(exact.predict(X), lbfgs.predict(X), atol=1e-5)
 
 
 def test_unknown_solver_and_memory_cap_errors_leave_the_model():
@@ -199,3 +204,52 @@ def test_sgd_warns_on_a_hard_problem():
     y = rng.integers(0, 2, size=300)  # noise: the objective keeps moving
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         DSGClassifier(solver="sgd", max_iter=3, tol=1e-12, random_state=0).fit(X, y)
+
+
+def _ill_conditioned(loss, y, n=2000, alpha=1e-8):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(n, 2))
+    fmap = get_feature_map("gaussian", n_components=64, gamma=0.3).bind(2)
+    op = FeatureOperator(fmap, 3, 2, X, max_bytes=1 << 30)
+    return Problem(op, get_loss(loss), y(X), np.ones(n), alpha, True, 1)
+
+
+@pytest.mark.parametrize("loss, target", [("squared", _sine), ("logistic", _xor)])
+def test_preconditioned_newton_reaches_the_same_optimum(loss, target):
+    p = _ill_conditioned(loss, target)
+    counts = {}
+    sols = {}
+    for precondition in (False, True):
+        calls = []
+        original = p.hessian_product
+        p.hessian_product = lambda *a, _f=original: calls.append(1) or _f(*a)
+        sols[precondition] = solve_newton_cg(p, tol=1e-8, precondition=precondition)
+        del p.hessian_product
+        counts[precondition] = len(calls)
+        assert sols[precondition].converged
+    f0, f1 = sols[False].objective, sols[True].objective
+    assert abs(f0 - f1) <= 1e-6 * abs(f0)
+    if loss == "squared":  # a fixed Hessian: the sampled factor is all CG needs
+        assert counts[True] < counts[False] / 4
+        ref = solve_cholesky(p)
+        # (the coefficients of so ill-conditioned a problem are not: compare the model)
+        np.testing.assert_allclose(p.raw(sols[True].coef, sols[True].intercept),
+                                   p.raw(ref.coef, ref.intercept), rtol=0, atol=1e-5)
+        assert abs(ref.objective - f1) <= 1e-8 * ref.objective
+
+
+def test_preconditioned_newton_is_reproducible_and_weighted():
+    p = _ill_conditioned("logistic", _xor)
+    a = solve_newton_cg(p, tol=1e-8, precondition=True)
+    b = solve_newton_cg(p, tol=1e-8, precondition=True)
+    np.testing.assert_array_equal(a.coef, b.coef)
+
+
+def test_auto_solves_quadratics_with_many_rows_by_conjugate_gradients():
+    from onlinekernel.solvers import PCG_ROWS_PER_FEATURE
+    M = 1024
+    squared = get_loss("squared")
+    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M, M, 1, 8, 1 << 32) == "newton-cg"
+    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M - 1, M, 1, 8, 1 << 32) == "cholesky"
+    # the feature matrix over the cap: the normal equations, streamed
+    assert choose_solver(squared, 10 ** 6, M, 1, 8, 1 << 30) == "cholesky"

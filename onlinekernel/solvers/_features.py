@@ -90,6 +90,15 @@ class FeatureOperator:
                 fill(j)
         return out
 
+    def rows(self, index):
+        """``Phi[index]`` for an array of row indices (a copy)."""
+        if self.cached:
+            return self._Phi[index]
+        sub = FeatureOperator.__new__(FeatureOperator)
+        sub.__dict__.update(self.__dict__)
+        sub.X = self.X[index]
+        return sub._rows(0, len(index))
+
     def batches(self, whole=True):
         """Yield ``(r0, r1, Phi[r0:r1])`` over all rows.
 

@@ -15,7 +15,12 @@ stop on the relative gradient norm ``|grad J| <= tol * |grad J(start)|``.
   conjugate gradients on Hessian-vector products
   ``Phi^T (D (Phi v)) + lam v`` (two passes over the features), with an
   Armijo line search on the step (Nocedal & Wright, Algorithm 7.1).  The
-  loss's ``hessian_product`` supplies ``D v``.
+  loss's ``hessian_product`` supplies ``D v``.  With at least as many rows
+  as features, the conjugate gradients are preconditioned by a Cholesky
+  factor of the Hessian on sampled rows (:class:`_Preconditioner`), built
+  once for a quadratic loss and, for a smooth one, when a step first needs
+  many iterations and again whenever the curvature has moved.  A quadratic
+  loss is solved in one Newton step, its conjugate gradients run to ``tol``.
 """
 import warnings
 
@@ -26,6 +31,19 @@ from onlinekernel.solvers._problem import Problem, Solution
 
 __all__ = ["solve_cholesky", "solve_newton_cg"]
 
+# Rows per feature from which preconditioning pays for its ``s M^2 + M^3 / 3``
+# build (measured with 4,096 features: ijcnn1 1.8x, covtype_binary_sub20k
+# 1.6x, magic04 1.25x, letter 1.1x faster than plain CG).
+_PRECONDITION_MIN_ROWS_PER_FEATURE = 1
+# Rows drawn for the preconditioner, per feature.
+_SAMPLE_PER_FEATURE = 1
+# ... for a quadratic loss, whose factor is built once: a larger sample, fewer CG steps.
+_SAMPLE_PER_FEATURE_QUADRATIC = 2
+# The smallest ridge, relative to the Hessian's mean diagonal, for which the
+# preconditioner is built in float32.
+_FLOAT32_RIDGE = 1e-4
+# CG iterations beyond which the preconditioner is rebuilt at the next step.
+_STALE_CG = 10
 # Added to the diagonal (relative to its mean) when alpha = 0 leaves the
 # normal equations singular: the minimum-norm-like solution they then give.
 _JITTER = 1e-10
@@ -150,36 +168,125 @@ def _name(loss):
     return getattr(loss, "name", None) or type(loss).__name__
 
 
-def _cg(problem, U, gC, gb, rtol, max_cg):
-    """Approximately solve ``H p = -g`` by conjugate gradients (from p = 0)."""
+class _Preconditioner:
+    """A Cholesky factor of the Hessian estimated on a sample of rows.
+
+    FALKON's preconditioner (Rudi, Carratino & Rosasco 2017) carried over to
+    random features: ``P = Phi_S^T D_S Phi_S + lam I`` on ``s`` rows ``S``
+    drawn with probabilities proportional to their curvature (each weighted
+    to stand for its share, so ``P`` estimates the Hessian without bias),
+    with the intercept as a constant column of ``Phi_S`` (given a small
+    ridge so that ``P`` stays definite).  One shared ``P`` serves all ``K``
+    outputs, with the mean of their diagonal curvatures: ``K`` factors would
+    cost ``K`` times as much, and a preconditioner only has to be close.
+    Building it costs ``s M^2 + M^3 / 3`` flops (BLAS level 3); applying it
+    two triangular solves, ``2 M^2 K``.  Measured with ``s = M``: the last
+    Newton step on ijcnn1 (50k rows, 4,096 features, logistic) needs 28
+    conjugate-gradient iterations instead of 219; with ``s = 2 M`` a squared
+    loss on kin40k needs 27 instead of hundreds.
+    """
+
+    def __init__(self, problem, U, size, rng):
+        n = problem.features.shape[0]
+        K = problem.K
+        # every row's curvature: the mean of its outputs' diagonal curvatures
+        diag = np.zeros(n)
+        e = np.zeros_like(U)
+        for k in range(K):
+            e[:, k] = 1.0
+            diag += problem.loss.hessian_product(problem.Y, U, e)[:, k]
+            e[:, k] = 0.0
+        h = np.maximum(diag / K, 0.0) * problem.w
+        total = h.sum()
+        if size >= n or not total > 0:
+            rows, d = np.arange(n), h
+        else:
+            # rows drawn in proportion to their curvature (importance sampling),
+            # so the few rows that carry the Hessian near the optimum are in it;
+            # each drawn row stands for total / size of it
+            rows, counts = np.unique(rng.choice(n, size=size, p=h / total), return_counts=True)
+            d = counts * (total / size)
+        root = np.sqrt(d)
+        Phi = problem.features.rows(rows)
+        M = problem.M
+        # float32 products are twice as fast and a preconditioner need only be
+        # close, but float32 rounding (relative 1e-7 of the largest entries)
+        # must stay well below the ridge that sets the smallest eigenvalues
+        scale = float(d.sum()) * float(np.mean(np.square(Phi[:64], dtype=np.float64)))
+        dt = np.float32 if problem.lam >= _FLOAT32_RIDGE * scale else np.float64
+        Q = Phi.astype(dt, copy=False) * root[:, None].astype(dt)
+        root = root.astype(dt)
+        self.fit_intercept = problem.fit_intercept
+        size = M + 1 if self.fit_intercept else M
+        A = np.empty((size, size))
+        A[:M, :M] = Q.T @ Q
+        if self.fit_intercept:
+            A[:M, M] = A[M, :M] = Q.T @ root
+            A[M, M] = root @ root
+        A[np.diag_indices(M)] += problem.lam
+        if self.fit_intercept:
+            A[M, M] += max(problem.lam, 1e-12 * max(A[M, M], 1.0))
+        scale = max(np.trace(A) / size, 1e-300)
+        for jitter in (1e-7, 1e-5, 1e-3):  # float32 rounding can leave A barely indefinite
+            try:
+                B = A.copy()
+                B[np.diag_indices(size)] += jitter * scale
+                self.factor = linalg.cho_factor(B, lower=True, overwrite_a=True,
+                                                check_finite=False)
+                break
+            except linalg.LinAlgError:
+                continue
+        else:
+            raise linalg.LinAlgError("the sampled Hessian is not positive definite")
+
+    def solve(self, rC, rb):
+        """``P^{-1} (rC, rb)``."""
+        R = np.vstack([rC, rb[None, :]]) if self.fit_intercept else rC
+        Z = linalg.cho_solve(self.factor, R, check_finite=False)
+        if self.fit_intercept:
+            return Z[:-1], Z[-1]
+        return Z, np.zeros_like(rb)
+
+
+def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
+    """Approximately solve ``H p = -g`` by (preconditioned) conjugate gradients from p = 0.
+
+    Stops when the residual's norm is ``rtol`` times the gradient's.
+    Returns the step and the number of Hessian products spent.
+    """
     pC, pb = np.zeros_like(gC), np.zeros_like(gb)
     rC, rb = -gC, -gb
-    dC, db = rC.copy(), rb.copy()
-    rr = float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
-    stop = rtol ** 2 * rr
+    zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
+    dC, db = zC.copy(), zb.copy()
+    rz = float(np.einsum("ij,ij->", rC, zC) + rb @ zb)
+    stop = rtol ** 2 * float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
+    used = 0
     for _ in range(max_cg):
-        if rr <= stop:
+        if float(np.einsum("ij,ij->", rC, rC) + rb @ rb) <= stop:
             break
         hC, hb = problem.hessian_product(U, dC, db)
+        used += 1
         dHd = float(np.einsum("ij,ij->", dC, hC) + db @ hb)
         if dHd <= 0:  # no curvature along d (cannot happen with lam > 0)
             break
-        a = rr / dHd
+        a = rz / dHd
         pC += a * dC
         pb += a * db
         rC -= a * hC
         rb -= a * hb
-        rr_new = float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
-        beta = rr_new / rr
-        dC = rC + beta * dC
-        db = rb + beta * db
-        rr = rr_new
+        zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
+        rz_new = float(np.einsum("ij,ij->", rC, zC) + rb @ zb)
+        beta = rz_new / rz
+        dC = zC + beta * dC
+        db = zb + beta * db
+        rz = rz_new
     if not (np.any(pC) or np.any(pb)):
         pC, pb = -gC, -gb  # steepest descent when CG made no progress
-    return pC, pb
+    return pC, pb, used
 
 
-def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, max_cg=None):
+def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, max_cg=None,
+                    precondition="auto"):
     """Inexact Newton with conjugate-gradient steps and an Armijo line search.
 
     Parameters
@@ -197,6 +304,12 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     max_cg : int, optional
         Conjugate-gradient iterations per Newton step (default ``M + 1``, capped
         at 250).
+    precondition : bool or "auto", default="auto"
+        Precondition the conjugate gradients with the Hessian estimated on
+        ``M`` sampled rows (:class:`_Preconditioner`), rebuilt when a step
+        needs more than a few iterations.  ``"auto"``: when there are at
+        least ``M`` rows (below that, plain CG products are cheaper than
+        building the factor).
 
     Returns
     -------
@@ -218,6 +331,14 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     """
     C, b = _start(problem, coef, intercept)
     max_cg = min(problem.M + 1, 250) if max_cg is None else int(max_cg)
+    n = problem.features.shape[0]
+    if precondition == "auto":
+        precondition = n >= _PRECONDITION_MIN_ROWS_PER_FEATURE * problem.M
+    rng = np.random.default_rng(0)  # the preconditioner's rows: a fixed seed, reproducible fits
+    quadratic = getattr(problem.loss, "curvature", None) == "constant"
+    # Early Newton steps of a smooth loss are easy (a few CG iterations):
+    # the factor is built once a step needs many, and rebuilt when it does again.
+    precond, stale = None, quadratic
     U = problem.raw(C, b)
     f = problem.value(C, U)
     gC, gb = problem.gradient(C, U)
@@ -230,8 +351,16 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
             converged = True
             break
         it += 1
-        # forcing term: loose solves far from the optimum, tight ones near it
-        pC, pb = _cg(problem, U, gC, gb, min(0.5, np.sqrt(gnorm / g0)), max_cg)
+        if precondition and stale:
+            size = (_SAMPLE_PER_FEATURE_QUADRATIC if quadratic else _SAMPLE_PER_FEATURE) * problem.M
+            precond = _Preconditioner(problem, U, int(size), rng)
+        # forcing term: loose solves far from the optimum, tight ones near it;
+        # a quadratic's Newton step is its optimum, so it is solved to tol at once
+        rtol = tol * g0 / gnorm if quadratic else min(0.5, np.sqrt(gnorm / g0))
+        pC, pb, used = _cg(problem, U, gC, gb, rtol, max_cg if not quadratic else
+                           max(max_cg, 10 * problem.M), precond)
+        # the curvature moved away from the one P was built at: rebuild it
+        stale = used > _STALE_CG and not quadratic
         slope = float(np.einsum("ij,ij->", gC, pC) + gb @ pb)
         if slope >= 0:  # not a descent direction (an inexact Hessian): steepest descent
             pC, pb = -gC, -gb

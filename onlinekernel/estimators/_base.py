@@ -33,7 +33,8 @@ from onlinekernel._solver import BlockSource, _threads, predict_raw, train_steps
 from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
-    BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, solver_memory)
+    BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
+    solver_memory)
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
 # feature block a model can reach), and the stream that splits off the
@@ -622,7 +623,8 @@ class BaseDSG(BaseEstimator):
         room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
                                   if solver == "cholesky" else 0)
         op = FeatureOperator(fmap, state["seed_"], nb, X, max_bytes=room,
-                             n_jobs=check_n_jobs(self.n_jobs))
+                             n_jobs=check_n_jobs(self.n_jobs),
+                             dtype=feature_dtype(solver, X.dtype, self.tol))
         try:
             problem = Problem(op, as_cy_loss(self._train_loss(state)), Y, sw,
                               self._penalty(state), self.fit_intercept, K)

@@ -38,6 +38,10 @@ class FeatureOperator:
     n_jobs : int
         Threads that evaluate blocks side by side (the compiled transforms
         release the GIL).
+    dtype : {None, float32, float64}
+        The features' precision; ``None``: that of ``X``.  float32 features
+        of a float64 model halve the memory the iterative solvers read on
+        every product (see :func:`onlinekernel.solvers.feature_dtype`).
 
     Examples
     --------
@@ -53,12 +57,12 @@ class FeatureOperator:
     True
     """
 
-    def __init__(self, fmap, seed, n_blocks, X, max_bytes, n_jobs=1):
+    def __init__(self, fmap, seed, n_blocks, X, max_bytes, n_jobs=1, dtype=None):
         self.fmap = fmap
         self.seed = int(seed)
         self.n_blocks = int(n_blocks)
         self.X = X
-        self.dtype = X.dtype
+        self.dtype = np.dtype(X.dtype if dtype is None else dtype)
         self.F = fmap.n_components
         self.shape = (X.shape[0], self.n_blocks * self.F)
         self.n_jobs = max(1, int(n_jobs))

@@ -1,6 +1,22 @@
 # cython: language_level=3
-"""Row-major wrappers over scipy's BLAS, shared by the solver and the maps."""
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+"""Matrix products and Cholesky solves of the compiled loops, shared by the solver and the maps.
+
+They run :file:`src/oklinalg.h`'s kernels rather than BLAS and LAPACK: each sum is added in
+one order on every machine and for every batch, so seeded features and
+predictions are the same bits wherever a model is loaded (BLAS picks its
+kernels, and with them the order of the sums, by CPU and by matrix size).
+"""
+from libc.stdint cimport int64_t
+
+cdef extern from "src/oklinalg.h" nogil:
+    int ok_cholesky(int64_t n, double* A)
+    void ok_cholesky_solve(int64_t n, int64_t k, const double* L, double* B)
+    void ok_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                 const double* A, int64_t lda, const double* B, int64_t ldb, double beta,
+                 double* C, int64_t ldc)
+    void ok_gemm_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                     float* C, int64_t ldc)
 
 # The precisions of the compiled loops (float32 and float64 models).
 ctypedef fused real:
@@ -11,25 +27,12 @@ ctypedef fused real:
 cdef inline void gemm_rm(bint trans_a, bint trans_b, int m, int n, int k, double alpha,
                          const double* A, int lda, const double* B, int ldb,
                          double beta, double* C, int ldc) noexcept nogil:
-    """C (m x n, row-major) = alpha op(A) op(B) + beta C, all row-major.
-
-    A row-major matrix is its transpose in column-major order, so the
-    row-major product C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T:
-    swap the operands and keep each one's transpose flag.
-    """
-    cdef char ta = b'T' if trans_a else b'N'
-    cdef char tb = b'T' if trans_b else b'N'
-    if m == 0 or n == 0:
-        return
-    dgemm(&tb, &ta, &n, &m, &k, &alpha, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+    """C (m x n, row-major) = alpha op(A) op(B) + beta C, all row-major (BLAS's gemm)."""
+    ok_gemm(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef inline void gemm_rm_f32(bint trans_a, bint trans_b, int m, int n, int k, float alpha,
                              const float* A, int lda, const float* B, int ldb,
                              float beta, float* C, int ldc) noexcept nogil:
     """Single-precision :func:`gemm_rm`."""
-    cdef char ta = b'T' if trans_a else b'N'
-    cdef char tb = b'T' if trans_b else b'N'
-    if m == 0 or n == 0:
-        return
-    sgemm(&tb, &ta, &n, &m, &k, &alpha, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
+    ok_gemm_f32(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)

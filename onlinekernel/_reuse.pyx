@@ -91,8 +91,7 @@ cimport numpy as cnp
 from libc.math cimport sqrt, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t, uint64_t, uint32_t
-from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
-from onlinekernel._linalg cimport gemm_rm
+from onlinekernel._linalg cimport gemm_rm, ok_cholesky, ok_cholesky_solve
 from onlinekernel._random cimport ok_stream_words
 
 cnp.import_array()
@@ -242,22 +241,19 @@ cdef class Reuse:
     cdef void solve_rows(self, const double* phi, Py_ssize_t n, Py_ssize_t F, const double* G,
                          Py_ssize_t K, double c, double* out) noexcept nogil:
         """out (F x K) += c Phi^T (Phi Phi^T + ridge n I)^{-1} G, for n <= F rows."""
-        cdef int nn = <int>n, kk = <int>K, info = 0
-        cdef char uplo = b'L'
         cdef Py_ssize_t i, k
         cdef double mu = self.ridge * n
         gemm_rm(False, True, <int>n, <int>n, <int>F, 1.0, phi, <int>F, phi, <int>F, 0.0,
                 self.gram, <int>n)
         for i in range(n):
             self.gram[i * n + i] += mu
-        dpotrf(&uplo, &nn, self.gram, &nn, &info)
-        if info != 0:
+        if ok_cholesky(n, self.gram) != 0:
             self.failed = 1
             return
         for i in range(n):  # G (row-major n x K) as a column-major right-hand side
             for k in range(K):
                 self.rhs[k * n + i] = G[i * K + k]
-        dpotrs(&uplo, &nn, &kk, self.gram, &nn, self.rhs, &nn, &info)
+        ok_cholesky_solve(n, K, self.gram, self.rhs)
         gemm_rm(True, True, <int>F, <int>K, <int>n, c, phi, <int>F, self.rhs, <int>n, 1.0,
                 out, <int>K)
 
@@ -267,17 +263,14 @@ cdef class Reuse:
 
         ``A`` (F x F) and ``RT`` (K x F, row-major) are overwritten.
         """
-        cdef int ff = <int>F, kk = <int>K, info = 0
-        cdef char uplo = b'L'
         cdef Py_ssize_t i, k
         cdef double mu = self.ridge * n
         for i in range(F):
             A[i * F + i] += mu
-        dpotrf(&uplo, &ff, A, &ff, &info)
-        if info != 0:
+        if ok_cholesky(F, A) != 0:
             self.failed = 1
             return
-        dpotrs(&uplo, &ff, &kk, A, &ff, RT, &ff, &info)
+        ok_cholesky_solve(F, K, A, RT)
         for i in range(F):
             for k in range(K):
                 out[i * K + k] += c * RT[k * F + i]

@@ -127,6 +127,15 @@ class Stopping:
     validation_fraction: float = 0.1
 
 
+def _weighted_sum(w, v):
+    """``sum_i w_i v_i`` (over axis 0) in numpy's summation order, the same on every CPU.
+
+    Not ``w @ v``: BLAS's dot sums in an order that depends on the CPU, and
+    these sums decide a seeded model's training (target scaling, stopping).
+    """
+    return np.sum(w * v if v.ndim == 1 else w[:, None] * v, axis=0)
+
+
 def _loss_name(loss):
     return repr(getattr(loss, "name", None) or type(loss).__name__)
 
@@ -142,7 +151,7 @@ def _constant_minimiser(loss, Y, w, n_outputs):
     hi = np.full(n_outputs, float(Y.max()) + 1.0)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        g = w @ loss.gradient(Y, np.broadcast_to(mid, (Y.shape[0], n_outputs)).copy())
+        g = _weighted_sum(w, loss.gradient(Y, np.broadcast_to(mid, (Y.shape[0], n_outputs)).copy()))
         # rounding of a zero sum (a flat stretch of the pinball loss) must not
         # decide the side: one rule whatever the summation order
         below = g < -1e-12
@@ -715,7 +724,7 @@ class BaseDSG(BaseEstimator):
         """Weighted mean loss of the model in ``state`` on ``(X, Y)`` (+ the penalty)."""
         U = model_outputs(state, X, self.n_jobs)
         w = sw / sw.sum()
-        value = float(w @ as_cy_loss(self._train_loss(state)).loss(Y, U))
+        value = float(_weighted_sum(w, as_cy_loss(self._train_loss(state)).loss(Y, U)))
         if penalty:
             coef = (state["_coef_avg"] if state["n_averaged_"]
                     else float(state["_scale"]) * state["_coef"])
@@ -748,8 +757,8 @@ class BaseDSG(BaseEstimator):
         if first:
             y = Y[:, 0]
             w = sw / sw.sum()
-            mean = float(w @ y)
-            std = float(np.sqrt(w @ (y - mean) ** 2))
+            mean = float(_weighted_sum(w, y))
+            std = float(np.sqrt(_weighted_sum(w, (y - mean) ** 2)))
             # one row (or constant targets) has no spread: scale by its size
             scale = std if std > 0 and np.isfinite(std) else max(abs(mean), 1.0)
             if not (np.isfinite(mean) and np.isfinite(scale)):

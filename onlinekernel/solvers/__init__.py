@@ -28,7 +28,8 @@ import numpy as np
 from onlinekernel.solvers._features import FeatureOperator
 from onlinekernel.solvers._problem import Problem, Solution
 from onlinekernel.solvers.dual_cd import solve_dual_cd
-from onlinekernel.solvers.newton import solve_cholesky, solve_lbfgs, solve_newton_cg
+from onlinekernel.solvers.newton import (
+    _preconditioning_pays, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
 __all__ = ["FeatureOperator", "Problem", "Solution", "SOLVERS", "BATCH_SOLVERS",
            "choose_solver", "solver_memory", "feature_dtype", "solve_cholesky", "solve_newton_cg",
@@ -95,7 +96,7 @@ def solver_memory(solver, n, M, K, itemsize):
     if solver == "cholesky":
         return 2 * 8 * M * M + 8 * (n * K + M * K)
     need = itemsize * n * M + 8 * (3 * n * K + 4 * M * K)
-    if solver == "newton-cg" and n >= M:
+    if solver == "newton-cg" and n >= M:  # (an upper bound: "auto" may not build it)
         # the preconditioner: two M x M float64 matrices and 2M sampled rows in float32
         need += 24 * M * M
     return need
@@ -105,7 +106,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory):
     """The solver ``solver="auto"`` runs: the fastest that converges and fits.
 
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
-    are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature (one
+    are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature and enough
+    for its preconditioner (:func:`solve_newton_cg`; one
     conjugate-gradient solve, preconditioned by a sampled Cholesky factor:
     ``O(n M)`` per iteration against the ``O(n M^2)`` of forming the normal
     equations), else ``"cholesky"``; ``"smooth"`` -> ``"newton-cg"``;
@@ -128,8 +130,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory):
     """
     curvature = getattr(loss, "curvature", None)
     if curvature == "constant":
-        order = (("newton-cg", "cholesky") if n >= PCG_ROWS_PER_FEATURE * M
-                 else ("cholesky", "newton-cg"))
+        pcg = n >= PCG_ROWS_PER_FEATURE * M and _preconditioning_pays(n, M)
+        order = ("newton-cg", "cholesky") if pcg else ("cholesky", "newton-cg")
     elif curvature == "smooth":
         order = ("newton-cg",)
     elif curvature == "piecewise_linear" and hasattr(loss, "dual_form"):

@@ -15,8 +15,8 @@ stop on the relative gradient norm ``|grad J| <= tol * |grad J(start)|``.
   conjugate gradients on Hessian-vector products
   ``Phi^T (D (Phi v)) + lam v`` (two passes over the features), with an
   Armijo line search on the step (Nocedal & Wright, Algorithm 7.1).  The
-  loss's ``hessian_product`` supplies ``D v``.  With at least as many rows
-  as features, the conjugate gradients are preconditioned by a Cholesky
+  loss's ``hessian_product`` supplies ``D v``.  With enough rows (at least
+  ``max(M, M^2 / 4096)``), the conjugate gradients are preconditioned by a Cholesky
   factor of the Hessian on sampled rows (:class:`_Preconditioner`), built
   once for a quadratic loss and, for a smooth one, when a step first needs
   many iterations and again whenever the curvature has moved.  A quadratic
@@ -31,10 +31,16 @@ from onlinekernel.solvers._problem import Problem, Solution
 
 __all__ = ["solve_cholesky", "solve_newton_cg"]
 
-# Rows per feature from which preconditioning pays for its ``s M^2 + M^3 / 3``
-# build (measured with 4,096 features: ijcnn1 1.8x, covtype_binary_sub20k
-# 1.6x, magic04 1.25x, letter 1.1x faster than plain CG).
-_PRECONDITION_MIN_ROWS_PER_FEATURE = 1
+# Preconditioning pays for its ``s M^2 + M^3 / 3`` build (s = M) from about
+# M rows at M = 4,096 (measured: ijcnn1 1.8x, covtype_binary_sub20k 1.6x,
+# magic04 1.25x, letter 1.1x faster than plain CG); the build grows as M^3
+# and a product as n M, so the rows needed grow as M^2: n >= M^2 / 4096.
+_PRECONDITION_MIN_ROWS = 4096
+
+
+def _preconditioning_pays(n, M):
+    """Whether ``precondition="auto"`` builds the sampled factor (see above)."""
+    return n >= max(M, M * M / _PRECONDITION_MIN_ROWS)
 # Rows drawn for the preconditioner, per feature.
 _SAMPLE_PER_FEATURE = 1
 # ... for a quadratic loss, whose factor is built once: a larger sample, fewer CG steps.
@@ -307,9 +313,9 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     precondition : bool or "auto", default="auto"
         Precondition the conjugate gradients with the Hessian estimated on
         ``M`` sampled rows (:class:`_Preconditioner`), rebuilt when a step
-        needs more than a few iterations.  ``"auto"``: when there are at
-        least ``M`` rows (below that, plain CG products are cheaper than
-        building the factor).
+        needs more than a few iterations.  ``"auto"``: with at least
+        ``max(M, M^2 / 4096)`` rows (with fewer, plain CG products cost less
+        than building the factor).
 
     Returns
     -------
@@ -333,7 +339,7 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     max_cg = min(problem.M + 1, 250) if max_cg is None else int(max_cg)
     n = problem.features.shape[0]
     if precondition == "auto":
-        precondition = n >= _PRECONDITION_MIN_ROWS_PER_FEATURE * problem.M
+        precondition = _preconditioning_pays(n, problem.M)
     rng = np.random.default_rng(0)  # the preconditioner's rows: a fixed seed, reproducible fits
     quadratic = getattr(problem.loss, "curvature", None) == "constant"
     # Early Newton steps of a smooth loss are easy (a few CG iterations):

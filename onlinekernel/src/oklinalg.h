@@ -3,11 +3,11 @@
  * small Cholesky solves), with one summation order on every machine.
  *
  * C (m x n, row-major) = alpha * op(A) op(B) + beta * C, as BLAS's gemm, but
- * every C[i][j] is the sum over p = 0, 1, ..., k-1 of op(A)[i][p] op(B)[p][j],
- * added in that order, one multiply and one add per term (no fused
- * multiply-add: the package builds with -ffp-contract=off), and then
- * alpha * sum + beta * C[i][j] (beta = 0: C is not read).  The vector lanes
- * run across j, never across p, so the order does not depend on the
+ * every C[i][j] is s_k, where s_0 = 0 and s_{p+1} = fma(op(A)[i][p],
+ * op(B)[p][j], s_p) -- a fused multiply-add, exactly rounded by IEEE 754, so
+ * the same on every machine -- in increasing p; then alpha * s_k + beta *
+ * C[i][j] (a multiply and an add; beta = 0: C is not read).  The vector lanes
+ * run across j, never across p, so the result does not depend on the
  * instruction set, on the tile sizes, on m or on the other rows of the batch.
  *
  * Why not BLAS: OpenBLAS picks its kernels by CPU and by matrix size, and
@@ -18,8 +18,10 @@
  * feed the features, the predictions and the stochastic steps; the batch
  * solvers' large products (numpy and scipy) still use BLAS.
  *
- * Speed: a 4 x 8 register tile of accumulators over a
- * packed panel of op(B); the clones for AVX-512 and AVX2 give the same bits as the baseline.
+ * Speed: a 4 x (2 registers) tile of accumulators over a packed panel of
+ * op(B), in AVX-512 or AVX2 with FMA when the CPU has them (chosen at run
+ * time), else in portable C with fma() from the C library (exactly rounded
+ * in hardware or software).  All three give the same bits.
  */
 #ifndef ONLINEKERNEL_OKLINALG_H
 #define ONLINEKERNEL_OKLINALG_H
@@ -28,82 +30,166 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define OK_GEMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define OK_GEMM_CLONES
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define OK_LINALG_X86 1
+#include <immintrin.h>
 #endif
 
-/* rows of the register tile; its columns are JB (8 for both types: 16 floats
- * measured 3-6x slower, the tile spilling out of the registers) */
-#define OK_GEMM_IB 4
+/* rows of a tile; the widest tile's columns (two AVX-512 registers of floats) */
+#define OK_IB 4
+#define OK_JB_MAX 32
+
+/* The instruction sets of the kernels: 0 portable C, 1 AVX2 + FMA, 2 AVX-512. */
+__attribute__((unused))
+static int ok_linalg_isa(void)
+{
+#ifdef OK_LINALG_X86
+    static int isa = -1;
+    if (isa < 0) {
+        __builtin_cpu_init();
+        isa = __builtin_cpu_supports("avx512f") ? 2
+            : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
+    }
+    return isa;
+#else
+    return 0;
+#endif
+}
 
 /*
- * One definition for both precisions.  panel holds op(B)[:, j0:j0+JB] as
- * k rows of JB values (zero beyond n), so the inner loop reads it with unit
- * stride whatever B's layout; a failed allocation reads B in place instead
- * (the same sums, slower).
+ * A kernel: out[r * JB + l] = the fma chain over p < k of a[r][p * ps] and
+ * panel[p * JB + l], for the OK_IB rows a[r] and the JB columns of panel.
  */
-#define OK_DEFINE_GEMM(NAME, T, JB)                                                        \
-OK_GEMM_CLONES __attribute__((unused))                                                   \
-static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,     \
-                 const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,          \
-                 int64_t ldc)                                                            \
+#define OK_PORTABLE_KERNEL(NAME, T, FMA)                                                 \
+static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
 {                                                                                        \
+    int64_t p, r, l;                                                                     \
+    for (r = 0; r < OK_IB * 8; r++)                                                      \
+        out[r] = (T)0;                                                                   \
+    for (p = 0; p < k; p++)                                                              \
+        for (r = 0; r < OK_IB; r++) {                                                    \
+            const T x = a[r][p * ps];                                                    \
+            for (l = 0; l < 8; l++)                                                      \
+                out[r * 8 + l] = FMA(x, panel[p * 8 + l], out[r * 8 + l]);               \
+        }                                                                                \
+}
+
+#ifdef OK_LINALG_X86
+/* W lanes per register; the tile is OK_IB rows x 2 registers */
+#define OK_SIMD_KERNEL(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
+__attribute__((target(TARGET)))                                                          \
+static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
+{                                                                                        \
+    V c00 = ZERO(), c01 = ZERO(), c10 = ZERO(), c11 = ZERO();                            \
+    V c20 = ZERO(), c21 = ZERO(), c30 = ZERO(), c31 = ZERO();                            \
+    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];                              \
+    int64_t p;                                                                           \
+    for (p = 0; p < k; p++) {                                                            \
+        const V b0 = LOAD(panel + p * 2 * W), b1 = LOAD(panel + p * 2 * W + W);          \
+        V x;                                                                             \
+        x = SET1(a0[p * ps]); c00 = FMADD(x, b0, c00); c01 = FMADD(x, b1, c01);          \
+        x = SET1(a1[p * ps]); c10 = FMADD(x, b0, c10); c11 = FMADD(x, b1, c11);          \
+        x = SET1(a2[p * ps]); c20 = FMADD(x, b0, c20); c21 = FMADD(x, b1, c21);          \
+        x = SET1(a3[p * ps]); c30 = FMADD(x, b0, c30); c31 = FMADD(x, b1, c31);          \
+    }                                                                                    \
+    STORE(out, c00); STORE(out + W, c01);                                                \
+    STORE(out + 2 * W, c10); STORE(out + 3 * W, c11);                                    \
+    STORE(out + 4 * W, c20); STORE(out + 5 * W, c21);                                    \
+    STORE(out + 6 * W, c30); STORE(out + 7 * W, c31);                                    \
+}
+
+OK_SIMD_KERNEL(ok__kd_avx512, double, __m512d, 8, "avx512f", _mm512_setzero_pd,
+               _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_storeu_pd)
+OK_SIMD_KERNEL(ok__kf_avx512, float, __m512, 16, "avx512f", _mm512_setzero_ps,
+               _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps)
+OK_SIMD_KERNEL(ok__kd_avx2, double, __m256d, 4, "avx2,fma", _mm256_setzero_pd,
+               _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_storeu_pd)
+OK_SIMD_KERNEL(ok__kf_avx2, float, __m256, 8, "avx2,fma", _mm256_setzero_ps,
+               _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps)
+#define OK_KERNELS(KD512, KD2) KD512, KD2
+#else
+#define OK_KERNELS(KD512, KD2) NULL, NULL
+#endif
+
+OK_PORTABLE_KERNEL(ok__kd_portable, double, fma)
+OK_PORTABLE_KERNEL(ok__kf_portable, float, fmaf)
+
+/*
+ * The product with the kernels of instruction set `isa` (see ok_linalg_isa);
+ * NAME calls it with the CPU's.  The panel holds op(B)[:, j0:j0+JB] as k rows
+ * of JB values (zero beyond n), so a kernel reads it with unit stride
+ * whatever B's layout; rows beyond m repeat row i0 and are not written.
+ */
+#define OK_DEFINE_GEMM(NAME, T, K512, K2, KP, FMA)                                            \
+__attribute__((unused))                                                                  \
+static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,  \
+                     T alpha, const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
+                     T *C, int64_t ldc)                                                  \
+{                                                                                        \
+    typedef void (*kernel_t)(int64_t, const T *const *, int64_t, const T *, T *);        \
+    const kernel_t simd[2] = {OK_KERNELS(K512, K2)};                                     \
+    const kernel_t kernel = isa == 2 ? simd[0] : isa == 1 ? simd[1] : KP;                \
+    const int64_t JB = isa == 2 ? 128 / (int64_t)sizeof(T)                               \
+                     : isa == 1 ? 64 / (int64_t)sizeof(T) : 8;                           \
+    const int64_t ps = trans_a ? lda : 1;                                                \
     int64_t i0, j0, p, r, l;                                                             \
+    T out[OK_IB * OK_JB_MAX];                                                            \
     T *panel;                                                                            \
     if (m <= 0 || n <= 0)                                                                \
         return;                                                                          \
-    panel = (T *)malloc(sizeof(T) * (size_t)(k > 0 ? k : 1) * JB);                \
-    for (j0 = 0; j0 < n; j0 += JB) {                                             \
-        const int64_t jb = n - j0 < JB ? n - j0 : JB;                    \
-        if (panel) {                                                                     \
-            for (p = 0; p < k; p++)                                                      \
-                for (l = 0; l < JB; l++)                                         \
-                    panel[p * JB + l] = l < jb                                   \
-                        ? (trans_b ? B[(j0 + l) * ldb + p] : B[p * ldb + j0 + l])        \
-                        : (T)0;                                                          \
-        }                                                                                \
-        for (i0 = 0; i0 < m; i0 += OK_GEMM_IB) {                                         \
-            const int64_t ib = m - i0 < OK_GEMM_IB ? m - i0 : OK_GEMM_IB;                \
-            T acc[OK_GEMM_IB][JB];                                               \
-            for (r = 0; r < OK_GEMM_IB; r++)                                             \
-                for (l = 0; l < JB; l++)                                         \
-                    acc[r][l] = (T)0;                                                    \
-            for (p = 0; p < k; p++) {                                                    \
-                T a[OK_GEMM_IB], b[JB];                                          \
-                for (r = 0; r < OK_GEMM_IB; r++)                                         \
-                    a[r] = r < ib ? (trans_a ? A[p * lda + i0 + r] : A[(i0 + r) * lda + p]) \
-                                  : (T)0;                                                \
-                if (panel) {                                                             \
-                    for (l = 0; l < JB; l++)                                     \
-                        b[l] = panel[p * JB + l];                                \
-                } else {                                                                 \
-                    for (l = 0; l < JB; l++)                                     \
-                        b[l] = l < jb ? (trans_b ? B[(j0 + l) * ldb + p]                 \
-                                                 : B[p * ldb + j0 + l]) : (T)0;          \
-                }                                                                        \
-                for (r = 0; r < OK_GEMM_IB; r++)                                         \
-                    for (l = 0; l < JB; l++)                                     \
-                        acc[r][l] += a[r] * b[l];                                        \
+    panel = (T *)malloc(sizeof(T) * (size_t)(k > 0 ? k : 1) * (size_t)JB);               \
+    if (!panel) {  /* no memory for the panel: the same sums, element by element */      \
+        for (i0 = 0; i0 < m; i0++)                                                       \
+            for (j0 = 0; j0 < n; j0++) {                                                 \
+                T s = (T)0;                                                              \
+                for (p = 0; p < k; p++)                                                  \
+                    s = FMA(trans_a ? A[p * lda + i0] : A[i0 * lda + p],                 \
+                            trans_b ? B[j0 * ldb + p] : B[p * ldb + j0], s);             \
+                C[i0 * ldc + j0] = beta == (T)0 ? alpha * s                              \
+                                                : alpha * s + beta * C[i0 * ldc + j0];   \
             }                                                                            \
+        return;                                                                          \
+    }                                                                                    \
+    for (j0 = 0; j0 < n; j0 += JB) {                                                     \
+        const int64_t jb = n - j0 < JB ? n - j0 : JB;                                    \
+        for (p = 0; p < k; p++)                                                          \
+            for (l = 0; l < JB; l++)                                                     \
+                panel[p * JB + l] = l < jb                                               \
+                    ? (trans_b ? B[(j0 + l) * ldb + p] : B[p * ldb + j0 + l]) : (T)0;    \
+        for (i0 = 0; i0 < m; i0 += OK_IB) {                                              \
+            const int64_t ib = m - i0 < OK_IB ? m - i0 : OK_IB;                          \
+            const T *a[OK_IB];                                                           \
+            for (r = 0; r < OK_IB; r++) {                                                \
+                const int64_t row = i0 + (r < ib ? r : 0);                               \
+                a[r] = trans_a ? A + row : A + row * lda;                                \
+            }                                                                            \
+            kernel(k, a, ps, panel, out);                                                \
             for (r = 0; r < ib; r++) {                                                   \
                 T *c = C + (i0 + r) * ldc + j0;                                          \
+                const T *s = out + r * JB;                                               \
                 if (beta == (T)0) {                                                      \
                     for (l = 0; l < jb; l++)                                             \
-                        c[l] = alpha * acc[r][l];                                        \
+                        c[l] = alpha * s[l];                                             \
                 } else {                                                                 \
                     for (l = 0; l < jb; l++)                                             \
-                        c[l] = alpha * acc[r][l] + beta * c[l];                          \
+                        c[l] = alpha * s[l] + beta * c[l];                               \
                 }                                                                        \
             }                                                                            \
         }                                                                                \
     }                                                                                    \
     free(panel);                                                                         \
+}                                                                                        \
+__attribute__((unused))                                                                  \
+static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,     \
+                const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,          \
+                int64_t ldc)                                                             \
+{                                                                                        \
+    NAME##_at(ok_linalg_isa(), trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb,         \
+                     beta, C, ldc);                                                      \
 }
 
-OK_DEFINE_GEMM(ok_gemm, double, 8)
-OK_DEFINE_GEMM(ok_gemm_f32, float, 8)
+OK_DEFINE_GEMM(ok_gemm, double, ok__kd_avx512, ok__kd_avx2, ok__kd_portable, fma)
+OK_DEFINE_GEMM(ok_gemm_f32, float, ok__kf_avx512, ok__kf_avx2, ok__kf_portable, fmaf)
 
 /*
  * The Cholesky factor L (lower) of the symmetric n x n matrix A, in place

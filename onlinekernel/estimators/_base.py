@@ -603,7 +603,7 @@ class BaseDSG(BaseEstimator):
         M = self.max_blocks * state["feature_map_"].n_components if batchable else 0
         itemsize = self._model_dtype().itemsize
         if self.solver == "auto":
-            return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory)
+            return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory, self.tol)
         name = _loss_name(loss)
         if not batchable:
             raise ValueError(f"solver={self.solver!r} needs a finite max_blocks and a loss "
@@ -615,7 +615,8 @@ class BaseDSG(BaseEstimator):
                              f"{' or '.join(map(repr, curvatures))}; {name} has curvature="
                              f"{getattr(loss, 'curvature', None)!r} (use solver='auto' or "
                              f"'sgd')")
-        need = solver_memory(self.solver, n, M, n_outputs, itemsize)
+        need = solver_memory(self.solver, n, M, n_outputs,
+                             feature_dtype(self.solver, self._model_dtype(), self.tol).itemsize)
         if self.solver != "cholesky" and need > self.max_memory:
             raise ValueError(f"solver={self.solver!r} needs {need / 2 ** 20:.0f} MiB for "
                              f"{n} rows x {M} features, more than max_memory="

@@ -116,9 +116,11 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         held out (a seeded split) instead of the training objective.
     validation_fraction : float, default=0.1
         The held-out share for ``early_stopping``.
-    max_memory : int, default=2**31
-        Bytes a batch solver may use: the ``n x M`` feature matrix of the
-        iterative solvers, the ``M x M`` matrices of ``"cholesky"``.  Larger
+    max_memory : int, default=2**32
+        Bytes a batch solver may use (4 GiB): the ``n x M`` feature matrix of
+        the iterative solvers (float32 when ``tol >= 1e-6``, see
+        :func:`onlinekernel.solvers.feature_dtype`), the ``M x M`` matrices of
+        ``"cholesky"``.  Larger
         problems regenerate features on every pass or, under ``"auto"``,
         train by ``"sgd"``.
     shuffle : bool, default=True
@@ -281,7 +283,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=32,
                  block_size=256, max_blocks=16, learning_rate="inverse", eta0=64.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
-                 early_stopping=False, validation_fraction=0.1, max_memory=2 ** 31,
+                 early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",
                  reuse_schedule=(1, 0), precondition="auto", projection=False,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,

@@ -113,7 +113,7 @@ class DSGQuantileRegressor(BaseDSG):
                  batch_size=64, block_size=256, max_blocks=16, learning_rate="inverse",
                  eta0=2.0, t0=50.0, solver="auto", max_iter=1000, tol=1e-4,
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
-                 max_memory=2 ** 31, shuffle=True, average=True,
+                 max_memory=2 ** 32, shuffle=True, average=True,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
                  dtype="float64", n_jobs=None, normalize_y=True):
         self._store_params(locals())

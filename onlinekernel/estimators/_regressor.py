@@ -65,7 +65,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=64,
                  block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
-                 early_stopping=False, validation_fraction=0.1, max_memory=2 ** 31,
+                 early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",
                  reuse_schedule=(1, 0), precondition=False, projection=False,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,

@@ -102,7 +102,7 @@ def solver_memory(solver, n, M, K, itemsize):
     return need
 
 
-def choose_solver(loss, n, M, K, itemsize, max_memory):
+def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     """The solver ``solver="auto"`` runs: the fastest that converges and fits.
 
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
@@ -113,8 +113,9 @@ def choose_solver(loss, n, M, K, itemsize, max_memory):
     equations), else ``"cholesky"``; ``"smooth"`` -> ``"newton-cg"``;
     ``"piecewise_linear"`` -> ``"dual-cd"`` (when the loss has
     ``dual_form``); each only when :func:`solver_memory` is within
-    ``max_memory``, the next in line otherwise, and ``"sgd"`` when none fits
-    or the loss declares no curvature.
+    ``max_memory`` (``itemsize`` is the model's; with ``tol``, the features'
+    precision is :func:`feature_dtype`'s), the next in line otherwise, and
+    ``"sgd"`` when none fits or the loss declares no curvature.
 
     Examples
     --------
@@ -127,6 +128,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory):
     'newton-cg'
     >>> choose_solver(get_loss("logistic"), 10 ** 6, 4096, 1, 8, 2 ** 30)
     'sgd'
+    >>> choose_solver(get_loss("logistic"), 200_000, 4096, 1, 8, 2 ** 32, tol=1e-4)
+    'newton-cg'
     """
     curvature = getattr(loss, "curvature", None)
     if curvature == "constant":
@@ -139,6 +142,10 @@ def choose_solver(loss, n, M, K, itemsize, max_memory):
     else:
         order = ()
     for name in order:
-        if solver_memory(name, n, M, K, itemsize) <= max_memory:
+        size = feature_dtype(name, _DTYPE_OF_SIZE[itemsize], tol).itemsize
+        if solver_memory(name, n, M, K, size) <= max_memory:
             return name
     return "sgd"
+
+
+_DTYPE_OF_SIZE = {4: np.dtype(np.float32), 8: np.dtype(np.float64)}

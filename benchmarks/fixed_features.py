@@ -116,7 +116,7 @@ def main(argv=None):
             res["fixed_one_pass"] = run(lambda s: FixedFeatureRegressor(random_state=s))
             log(f"{name}: one pass {res['fixed_one_pass']['rmse_mean']:.4f}")
             res["fixed_multi_pass"] = run(lambda s: FixedFeatureRegressor(
-                batch_size=16, n_epochs=30, early_stopping=True, random_state=s))
+                batch_size=16, max_iter=30, early_stopping=True, random_state=s))
             log(f"{name}: multi-pass {res['fixed_multi_pass']['rmse_mean']:.4f}")
             res["dsg_default"] = run(lambda s: DSGRegressor(random_state=s))
             log(f"{name}: DSGRegressor {res['dsg_default']['rmse_mean']:.4f}")

@@ -909,7 +909,7 @@ def plot(results, path):
     for ax in axes[-1]:
         if ax.has_data():
             ax.set_xlabel("fit time (s, log)", fontsize=7)
-    handles, labels = {}, {}
+    handles = {}
     for ax in axes.flat:  # every kind of line once, whichever panel has it
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)

@@ -151,10 +151,12 @@ every estimator, the target scaling of the regressors (``_y_mean``,
 ``_y_scale``: the model predicts ``raw * _y_scale + _y_mean``), the solver
 ``fit`` ran (``solver_``) and its iteration count (``n_iter_``); the
 estimators that took ``n_epochs`` now take the stopping parameters of
-scikit-learn.  A version-1 file loads with ``n_epochs=N`` read as
-``max_iter=N, tol=None, solver="sgd"`` (the same training, N epochs) and,
-for the regressors, ``normalize_y=False`` (its model was trained on raw
-targets).
+scikit-learn.  A file with ``n_epochs=N`` (version 1, and the one-class,
+density-ratio and GP models of early version-2 files) loads with it read as
+``max_iter=N, tol=None`` and, where there was no solver parameter,
+``solver="sgd"`` (the same training, N epochs); a regressor's file
+without ``normalize_y`` (version 1, and GP models of early version-2 files)
+loads with ``normalize_y=False`` (its model was trained on raw targets).
 
 Examples
 --------
@@ -863,11 +865,14 @@ def _build(header, payload, source):
     # hyper-parameters: the constructor's own names only
     raw_params = _typed(header["params"], dict, "params")
     accepted = set(cls._get_param_names())
-    if header["format_version"] == 1 and "n_epochs" in raw_params and "n_epochs" not in accepted:
-        # version 1: n_epochs passes, now the same training by max_iter epochs
+    if "n_epochs" in raw_params and "n_epochs" not in accepted:
+        # n_epochs passes (version 1, and the one-class, density-ratio and GP
+        # models of early version-2 files): the same training by max_iter epochs
         raw_params = dict(raw_params)
-        raw_params.update(max_iter=raw_params.pop("n_epochs"), tol=None, solver="sgd")
-    if header["format_version"] == 1 and "normalize_y" in accepted:
+        raw_params.update(max_iter=raw_params.pop("n_epochs"), tol=None)
+        if "solver" in accepted and "solver" not in raw_params:
+            raw_params["solver"] = "sgd"  # there was no other
+    if "normalize_y" in accepted and "normalize_y" not in raw_params:
         raw_params = dict(raw_params, normalize_y=False)  # trained on raw targets
     unknown = sorted(set(raw_params) - accepted)
     if unknown:

@@ -76,7 +76,7 @@ def test_kl_estimate_and_log_ratio_of_gaussian_pairs(mu_p, s_p, mu_q, s_q):
     rng = np.random.default_rng(0)
     X_p, X_q = sample(rng, N_TRAIN, mu_p, s_p), sample(rng, N_TRAIN, mu_q, s_q)
     # the defaults, with 5 passes instead of 10 for time (1250 steps)
-    est = DSGDensityRatio(n_epochs=5, random_state=0).fit(X_p, X_q)
+    est = DSGDensityRatio(max_iter=5, tol=None, random_state=0).fit(X_p, X_q)
     assert abs(est.kl_divergence_ / truth - 1.0) <= 0.10, (est.kl_divergence_, truth)
     # the model's own error: against the bound of the true log ratio on the
     # same samples, which carries the same sampling noise
@@ -98,7 +98,7 @@ def test_samples_of_different_sizes():
     mu_p, s_p, mu_q, s_q = [1.0, 0.7], 0.85, [0.0, 0.0], 1.0
     rng = np.random.default_rng(8)
     X_p, X_q = sample(rng, 3000, mu_p, s_p), sample(rng, 8000, mu_q, s_q)
-    est = DSGDensityRatio(n_epochs=5, random_state=0).fit(X_p, X_q)
+    est = DSGDensityRatio(max_iter=5, tol=None, random_state=0).fit(X_p, X_q)
     truth = gaussian_kl(mu_p, s_p, mu_q, s_q)
     assert abs(est.kl_divergence_ - oracle_bound(X_p, X_q, mu_p, s_p, mu_q, s_q)) <= 0.04 * truth
     assert est.t_ == 5 * 8000 // 32
@@ -107,7 +107,7 @@ def test_samples_of_different_sizes():
 def test_the_bound_is_zero_between_samples_of_one_distribution():
     rng = np.random.default_rng(1)
     X_p, X_q = rng.normal(size=(3000, 2)), rng.normal(size=(3000, 2))
-    est = DSGDensityRatio(n_epochs=3, random_state=0).fit(X_p, X_q)
+    est = DSGDensityRatio(max_iter=3, tol=None, random_state=0).fit(X_p, X_q)
     assert abs(est.kl_divergence_) < 0.02
     assert np.abs(est.log_ratio(rng.normal(size=(500, 2)))).max() < 0.5
 
@@ -194,7 +194,7 @@ def test_every_batch_holds_equal_numbers_of_both_samples(n_p, n_q):
         assert set(order[order < n_p]) == set(range(n_p))
         assert set(order[order >= n_p]) == set(range(n_p, n_p + n_q))
     X_p, X_q = np.zeros((n_p, 2)), np.ones((n_q, 2))
-    est.set_params(n_epochs=3).fit(X_p, X_q)
+    est.set_params(max_iter=3, tol=None).fit(X_p, X_q)
     assert est.t_ == 3 * -(-max(n_p, n_q) // 8)
     assert est.samples_seen_ == 3 * 2 * max(n_p, n_q)
 
@@ -205,7 +205,7 @@ def test_every_batch_holds_equal_numbers_of_both_samples(n_p, n_q):
 def test_ratio_and_estimates_are_finite_far_from_the_data_and_for_huge_log_ratios():
     rng = np.random.default_rng(3)
     X_p, X_q = rng.normal(1.0, 1.0, size=(300, 2)), rng.normal(size=(300, 2))
-    est = DSGDensityRatio(n_epochs=2, random_state=0).fit(X_p, X_q)
+    est = DSGDensityRatio(max_iter=2, tol=None, random_state=0).fit(X_p, X_q)
     far = np.array([[1e6, 1e6], [-1e6, 3.0], [1e300, -1e300], [1e-300, 0.0]])
     for values in (est.log_ratio(far), est.ratio(far)):
         assert np.isfinite(values).all()
@@ -224,7 +224,7 @@ def test_training_on_far_away_samples_stays_finite():
     X_p = rng.normal(size=(200, 2)) * 1e3 + 1e6
     X_q = rng.normal(size=(200, 2)) * 1e3 - 1e6
     for gamma in ("median", "scale", 10.0):
-        est = DSGDensityRatio(gamma=gamma, n_epochs=2, random_state=0).fit(X_p, X_q)
+        est = DSGDensityRatio(gamma=gamma, max_iter=2, tol=None, random_state=0).fit(X_p, X_q)
         assert np.isfinite(est.coef_).all() and np.isfinite(est.kl_divergence_)
         assert np.isfinite(est.ratio(np.vstack([X_p, X_q, [[0.0, 0.0]]]))).all()
 
@@ -249,7 +249,7 @@ def _data(n=200, d=3, seed=6):
     return rng.normal(0.5, 0.8, size=(n, d)), rng.normal(size=(n + 37, d))
 
 
-SMALL = dict(batch_size=16, block_size=32, max_blocks=4, n_epochs=2)
+SMALL = dict(batch_size=16, block_size=32, max_blocks=4, max_iter=2, tol=None)
 
 
 def test_same_seed_same_model_different_seed_different_model():
@@ -267,7 +267,7 @@ def test_same_seed_same_model_different_seed_different_model():
 
 def test_one_partial_fit_is_one_unshuffled_epoch_of_fit():
     X_p, X_q = _data()
-    a = DSGDensityRatio(**dict(SMALL, n_epochs=1), shuffle=False, random_state=0)
+    a = DSGDensityRatio(**dict(SMALL, max_iter=1, tol=None), shuffle=False, random_state=0)
     b = DSGDensityRatio(**SMALL, random_state=0)
     a.fit(X_p, X_q)
     b.partial_fit(X_p, X_q)

@@ -68,7 +68,7 @@ def test_steps_are_the_papers_iteration(fit_intercept):
     # 43 rows in batches of 8: five full batches and a short one per pass
     X, y = _data(n=43, d=3)
     model = FixedFeatureRegressor(n_components=24, block_size=8, batch_size=8, eta0=0.7,
-                                  n_epochs=3, shuffle=False, fit_intercept=fit_intercept,
+                                  max_iter=3, shuffle=False, fit_intercept=fit_intercept,
                                   gamma=0.8, random_state=0).fit(X, y)
     assert model.n_components_ == 24 and model.n_blocks_ == 3 and model.t_ == 3 * 6
     coef, b = _paper_sgd(_features(model, X), y, 8, 0.7, 3, fit_intercept)
@@ -85,14 +85,14 @@ def test_full_batch_converges_to_the_least_squares_fit_of_its_features():
     # steps shrink the error by a factor of ~3e-10)
     X, y = _data(n=200, d=4)
     model = FixedFeatureRegressor(n_components=16, block_size=8, batch_size=200,
-                                  n_epochs=1000, gamma=4.0, random_state=0).fit(X, y)
+                                  max_iter=1000, gamma=4.0, random_state=0).fit(X, y)
     Z = np.hstack([_features(model, X), np.ones((200, 1))])
     solution = np.linalg.lstsq(Z, y, rcond=None)[0]
     assert np.abs(solution).max() > 0.5
     np.testing.assert_allclose(model.coef_[:, 0], solution[:-1], rtol=0, atol=1e-10)
     assert model.intercept_[0] == pytest.approx(solution[-1], abs=1e-10)
     # and not before: 30 steps are far from it
-    early = FixedFeatureRegressor(**dict(model.get_params(), n_epochs=30)).fit(X, y)
+    early = FixedFeatureRegressor(**dict(model.get_params(), max_iter=30)).fit(X, y)
     assert np.abs(early.coef_[:, 0] - solution[:-1]).max() > 1e-3
 
 
@@ -120,7 +120,7 @@ def test_fit_resolves_auto_from_the_training_rows():
     assert model.t_ == math.ceil(1000 / 32) and model.n_iter_ == 1  # one pass
     assert model.best_epoch_ is None and model.validation_scores_ is None
     # early stopping trains on 900 rows: sqrt(900) log(900) = 204.1 -> 256, B = 30
-    es = FixedFeatureRegressor(early_stopping=True, n_epochs=2, random_state=0).fit(X, y)
+    es = FixedFeatureRegressor(early_stopping=True, max_iter=2, random_state=0).fit(X, y)
     assert (es.n_components_, es.batch_size_) == (256, 30)
     assert es.samples_seen_ == es.best_epoch_ * 900  # the state of the pass kept
     # zero-weight rows are not training rows: 400 rows give 119.8 -> 128 and 20
@@ -138,7 +138,7 @@ def test_fit_resolves_auto_from_the_training_rows():
 def test_partial_fit_stream_with_a_hint_is_fit_in_order():
     X, y = _data(n=400)
     # (gamma="scale" would take the variance of the first call's rows only)
-    params = dict(n_samples_hint=400, n_epochs=1, shuffle=False, gamma=0.3, random_state=5)
+    params = dict(n_samples_hint=400, max_iter=1, shuffle=False, gamma=0.3, random_state=5)
     fitted = FixedFeatureRegressor(**params).fit(X, y)
     assert fitted.batch_size_ == 20
     stream = FixedFeatureRegressor(**params)
@@ -153,7 +153,7 @@ def test_partial_fit_stream_with_a_hint_is_fit_in_order():
 
 def test_warm_start_continues_the_same_sgd():
     X, y = _data(n=300)
-    two = FixedFeatureRegressor(n_epochs=2, random_state=1).fit(X, y)
+    two = FixedFeatureRegressor(max_iter=2, random_state=1).fit(X, y)
     warm = FixedFeatureRegressor(warm_start=True, random_state=1).fit(X, y)
     warm.fit(X, y)
     _same_model(warm, two, X)
@@ -169,7 +169,7 @@ def test_early_stopping_stops_and_keeps_the_best_pass():
     rng = np.random.default_rng(0)
     X = rng.uniform(-3, 3, size=(200, 1))
     y = np.sin(X[:, 0]) + 0.5 * rng.normal(size=200)
-    params = dict(n_components=256, gamma=5.0, batch_size=4, n_epochs=200,
+    params = dict(n_components=256, gamma=5.0, batch_size=4, max_iter=200,
                   early_stopping=True, validation_fraction=0.25, tol=0.0,
                   n_iter_no_change=5, random_state=0)
     model = FixedFeatureRegressor(**params).fit(X, y)
@@ -180,7 +180,7 @@ def test_early_stopping_stops_and_keeps_the_best_pass():
     assert model.n_iter_ == model.best_epoch_ + 5  # five passes without improvement
     assert scores[-1] < scores.max() - 0.05
     # the model kept is the model after the best pass, bit for bit ...
-    best = FixedFeatureRegressor(**dict(params, n_epochs=model.best_epoch_)).fit(X, y)
+    best = FixedFeatureRegressor(**dict(params, max_iter=model.best_epoch_)).fit(X, y)
     _same_model(model, best, X)
     assert np.array_equal(best.validation_scores_, scores[:model.best_epoch_])
     # ... whose validation score is the best one, not the last
@@ -196,7 +196,7 @@ def test_early_stopping_stops_and_keeps_the_best_pass():
 
 def test_early_stopping_with_tol_stops_on_small_improvements():
     X, y = _data(n=400)
-    model = FixedFeatureRegressor(n_epochs=100, early_stopping=True, tol=0.5,
+    model = FixedFeatureRegressor(max_iter=100, early_stopping=True, tol=0.5,
                                   n_iter_no_change=2, random_state=0).fit(X, y)
     # after the first pass none improves R^2 by 0.5: it stops two passes later
     assert model.n_iter_ == 3 and model.best_epoch_ <= 3
@@ -254,7 +254,7 @@ def test_a_fitted_model_keeps_its_features():
 
 def test_model_file_and_pickle_round_trips(tmp_path):
     X, y = _data(n=300)
-    model = FixedFeatureRegressor(n_epochs=4, early_stopping=True, n_iter_no_change=1,
+    model = FixedFeatureRegressor(max_iter=4, early_stopping=True, n_iter_no_change=1,
                                   random_state=0).fit(X, y)
     model.save(tmp_path / "fixed.okm")
     for copy in (load(tmp_path / "fixed.okm"), pickle.loads(pickle.dumps(model))):
@@ -275,7 +275,7 @@ def test_model_file_and_pickle_round_trips(tmp_path):
 
 def test_float32_and_threads():
     X, y = _data(n=500)
-    params = dict(n_epochs=3, early_stopping=True, random_state=0)
+    params = dict(max_iter=3, early_stopping=True, random_state=0)
     double = FixedFeatureRegressor(**params).fit(X, y)
     single = FixedFeatureRegressor(dtype="float32", **params).fit(X, y)
     assert single.coef_.dtype == np.float32 and double.coef_.dtype == np.float64
@@ -292,7 +292,7 @@ def test_sklearn_check_problem_learns_with_more_passes():
     X = StandardScaler().fit_transform(X)
     y = (y - y.mean()) / y.std()
     assert FixedFeatureRegressor(random_state=0).fit(X, y).score(X, y) < 0.5
-    assert FixedFeatureRegressor(n_epochs=5, random_state=0).fit(X, y).score(X, y) > 0.55
+    assert FixedFeatureRegressor(max_iter=5, random_state=0).fit(X, y).score(X, y) > 0.55
 
 
 # --------------------------------------------------------------------------- #
@@ -356,7 +356,7 @@ def test_kin8nm_regression():
     assert rmse(one_pass) < 0.185  # measured 0.177 (DSGRegressor defaults: see below)
     assert (one_pass.n_components_, one_pass.batch_size_) == (768, 81)
     # a narrower kernel and ten passes of smaller batches: the multi-pass regime
-    multi = FixedFeatureRegressor(gamma=0.25, batch_size=16, n_epochs=10, random_state=0)
+    multi = FixedFeatureRegressor(gamma=0.25, batch_size=16, max_iter=10, random_state=0)
     assert rmse(multi) < 0.12  # measured 0.1115
     # for scale: DSGRegressor's defaults solve for the optimum on 4096 features
     # (measured 0.0770; the exact kernel ridge 0.0718)
@@ -368,7 +368,7 @@ def test_kin8nm_regression():
 # --------------------------------------------------------------------------- #
 def test_classifier_is_the_regressor_on_label_codes():
     X, y = _data(n=300)
-    params = dict(n_epochs=2, random_state=4)
+    params = dict(max_iter=2, random_state=4)
     labels = np.where(y > np.median(y), "high", "low")  # sorted: "high" < "low"
     clf = FixedFeatureClassifier(**params).fit(X, labels)
     reg = FixedFeatureRegressor(**params).fit(X, np.where(labels == "low", 1.0, -1.0))
@@ -404,7 +404,7 @@ def test_classifier_partial_fit_early_stopping_and_model_file(tmp_path):
                            classes=["a", "b", "c"])
     _same_model(stream, FixedFeatureClassifier(**params).fit(X, labels), X)
     # early stopping scores accuracy
-    es = FixedFeatureClassifier(n_epochs=20, batch_size=8, early_stopping=True,
+    es = FixedFeatureClassifier(max_iter=20, batch_size=8, early_stopping=True,
                                 n_iter_no_change=3, random_state=0).fit(X, labels)
     scores = es.validation_scores_
     assert np.all((scores >= 0) & (scores <= 1)) and es.best_epoch_ == np.argmax(scores) + 1
@@ -426,5 +426,5 @@ def test_pendigits_classification():
     one_pass = FixedFeatureClassifier(random_state=0).fit(X, y)
     assert (one_pass.n_components_, one_pass.batch_size_) == (832, 87)
     assert one_pass.score(Xt, yt) > 0.86  # measured 0.875
-    multi = FixedFeatureClassifier(batch_size=16, n_epochs=10, random_state=0).fit(X, y)
+    multi = FixedFeatureClassifier(batch_size=16, max_iter=10, random_state=0).fit(X, y)
     assert multi.score(Xt, yt) > 0.97  # measured 0.977 (DSGClassifier defaults: 0.972)

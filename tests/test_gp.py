@@ -59,8 +59,9 @@ def figures(request):
     exact = GaussianProcessRegressor(RBF(ls), alpha=nv, optimizer=None).fit(X, y - y.mean())
     mu, sd = exact.predict(Xt, return_std=True)
     mu += y.mean()
+    # normalize_y=False: the noise variance and the prior in the target's units, as here
     gp = DSGGaussianProcessRegressor(gamma=1.0 / (2 * ls ** 2), noise_variance=nv,
-                                     random_state=0).fit(X, y)
+                                     normalize_y=False, random_state=0).fit(X, y)
     mean, std = gp.predict(Xt, return_std=True)
     half = 1.96 * np.sqrt(std ** 2 + nv)
     out = {
@@ -91,7 +92,8 @@ def test_95_percent_intervals_cover_held_out_targets(figures):
 # --------------------------------------------------------------------------- #
 # the exact solver is the exact posterior of the random-feature GP
 # --------------------------------------------------------------------------- #
-SMALL = dict(gamma=0.5, noise_variance=0.05, block_size=32, variance_blocks=2, max_blocks=4)
+SMALL = dict(gamma=0.5, noise_variance=0.05, block_size=32, variance_blocks=2, max_blocks=4,
+             normalize_y=False)
 
 
 def _small(n=240, d=3, seed=3):
@@ -165,14 +167,16 @@ def test_prior_far_from_the_data_and_shrinking_std_with_data():
     rng = np.random.default_rng(4)
     X = rng.uniform(-3, 3, size=(300, 1))
     y = 3.0 + np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=300)
-    gp = DSGGaussianProcessRegressor(gamma=2.0, noise_variance=0.1,
-                                     random_state=0).fit(X[:150], y[:150])
     far = np.array([[6.0], [10.0], [-20.0], [50.0]])
-    mean, std = gp.predict(far, return_std=True)
-    # far away the posterior is the prior (mean m, std sqrt(k(x,x)) = 1), up to the
-    # random-feature kernel's own values there, of order M^-1/2 (M = 2048)
-    np.testing.assert_allclose(mean, np.mean(y[:150]), atol=0.15)
-    np.testing.assert_allclose(std, 1.0, atol=0.1)
+    for normalize_y in (True, False):
+        gp = DSGGaussianProcessRegressor(gamma=2.0, noise_variance=0.1, normalize_y=normalize_y,
+                                         random_state=0).fit(X[:150], y[:150])
+        mean, std = gp.predict(far, return_std=True)
+        # far away the posterior is the prior (mean m, std sqrt(k(x,x)) = 1 in the
+        # model's units), up to the random-feature kernel's own values there, of
+        # order M^-1/2 (M = 2048)
+        np.testing.assert_allclose(mean, np.mean(y[:150]), atol=0.15)
+        np.testing.assert_allclose(std, np.std(y[:150]) if normalize_y else 1.0, rtol=0.1)
     _, before = gp.predict(X[:150], return_std=True)
     assert np.all(before < 0.4)
     gp.partial_fit(X[150:], y[150:])
@@ -309,7 +313,7 @@ def test_sgd_solver_approaches_the_exact_posterior_with_more_epochs():
     mean_x, std_x = exact.predict(Xt, return_std=True)
     errors = []
     for n_epochs in (2, 30):
-        gp = DSGGaussianProcessRegressor(**dict(params, n_epochs=n_epochs)).fit(X, y)
+        gp = DSGGaussianProcessRegressor(**dict(params, max_iter=n_epochs, tol=None)).fit(X, y)
         mean, std = gp.predict(Xt, return_std=True)
         assert np.all(np.isfinite(mean)) and np.all(std >= 0)
         errors.append((np.sqrt(np.mean((mean - mean_x) ** 2)),
@@ -409,7 +413,7 @@ def test_bad_data_raise_and_leave_the_model_unchanged():
 @pytest.mark.parametrize("solver", ["exact", "sgd"])
 def test_pickle_and_model_file_round_trips(solver, tmp_path):
     X, y = _small(n=80)
-    gp = DSGGaussianProcessRegressor(**dict(SMALL, solver=solver, n_epochs=2),
+    gp = DSGGaussianProcessRegressor(**dict(SMALL, solver=solver, max_iter=2, tol=None),
                                      random_state=0).fit(X, y)
     before = gp.predict(X, return_std=True)
     path = tmp_path / "gp.okm"
@@ -421,3 +425,34 @@ def test_pickle_and_model_file_round_trips(solver, tmp_path):
     gp.partial_fit(X[:10], y[:10])
     np.testing.assert_array_equal(copy.predict(X, return_std=True)[1],
                                   gp.predict(X, return_std=True)[1])
+
+
+@pytest.mark.parametrize("solver", ["exact", "sgd"])
+def test_raw_targets_give_the_posterior_of_standardised_ones(solver):
+    # normalize_y: the prior and the noise are relative to the targets' variance,
+    # so a target in other units (times 1e4, shifted by 1e5) is the same model
+    X, y = _small(n=200)
+    params = dict(SMALL, normalize_y=True, solver=solver, max_iter=5, tol=None, random_state=0)
+    unit = DSGGaussianProcessRegressor(**params).fit(X, y)
+    raw = DSGGaussianProcessRegressor(**params).fit(X, 1e4 * y + 1e5)
+    mean, std = unit.predict(X, return_std=True)
+    mean_raw, std_raw = raw.predict(X, return_std=True)
+    np.testing.assert_allclose(mean_raw, 1e4 * mean + 1e5, rtol=1e-9)
+    np.testing.assert_allclose(std_raw, 1e4 * std, rtol=1e-7)
+    assert raw._y_scale == pytest.approx(1e4 * np.std(y))
+
+
+def test_normalize_y_is_scikit_learns():
+    # the same model as GaussianProcessRegressor(normalize_y=True), up to the features
+    p = PROBLEMS["1d"]
+    X, y, Xt, _ = _problem(p["d"], p["noise_variance"], n=1000, n_test=300)
+    y = 50.0 * y + 200.0
+    exact = GaussianProcessRegressor(RBF(p["length_scale"]), alpha=p["noise_variance"],
+                                     optimizer=None, normalize_y=True).fit(X, y)
+    mu, sd = exact.predict(Xt, return_std=True)
+    gp = DSGGaussianProcessRegressor(gamma=1.0 / (2 * p["length_scale"] ** 2),
+                                     noise_variance=p["noise_variance"],
+                                     random_state=0).fit(X, y)
+    mean, std = gp.predict(Xt, return_std=True)
+    assert np.sqrt(np.mean((mean - mu) ** 2)) <= 0.05 * y.std()
+    assert np.median(np.abs(std - sd) / sd) <= 0.10

@@ -825,6 +825,39 @@ def test_a_builtin_of_a_newer_onlinekernel_asks_for_an_upgrade(small_file):
         loads(_crafted(small_file, newer_builtin))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: (onlinekernel.DSGOneClassSVM(max_iter=3, tol=None, random_state=0), 1),
+    lambda: (onlinekernel.DSGDensityRatio(max_iter=3, tol=None, random_state=0), 2),
+    lambda: (onlinekernel.DSGGaussianProcessRegressor(solver="sgd", max_iter=3, tol=None,
+                                                      normalize_y=False, random_state=0), 1),
+], ids=["one_class", "density_ratio", "gp"])
+def test_files_with_n_epochs_load_as_the_same_training(make):
+    # the one-class, density-ratio and GP models took n_epochs=N (passes)
+    # until they got scikit-learn's stopping rule: such a file is N epochs
+    model, n_samples = make()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    args = (X, X + 1.0) if n_samples == 2 else (X, X[:, 0]) if hasattr(model, "noise_variance") \
+        else (X,)
+    model.fit(*args)
+    stopping = ("max_iter", "tol", "n_iter_no_change", "early_stopping", "validation_fraction",
+                "normalize_y")
+
+    def old_params(h):
+        for name in stopping:
+            h["params"].pop(name, None)
+        h["params"]["n_epochs"] = 3
+    loaded = loads(_crafted(dumps(model), old_params))
+    params = loaded.get_params()
+    assert params["max_iter"] == 3 and params["tol"] is None and "n_epochs" not in params
+    assert params.get("solver") == model.get_params().get("solver")
+    predict = "predict" if n_samples == 1 else "log_ratio"
+    np.testing.assert_array_equal(getattr(loaded, predict)(X), getattr(model, predict)(X))
+    # refitting it is the same training
+    np.testing.assert_array_equal(getattr(loaded.fit(*args), predict)(X),
+                                  getattr(model, predict)(X))
+
+
 V1 = os.path.join(os.path.dirname(__file__), "data", "model_files_v1")
 
 

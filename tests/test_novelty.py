@@ -34,8 +34,8 @@ def mixture(n, seed):
 
 
 def tail_average(model, n_rows):
-    """``average`` for averaging the second half of the steps of ``fit``."""
-    return n_rows // model.batch_size * model.n_epochs // 2
+    """``average`` for averaging the second half of the steps of a ``fit`` of ``max_iter`` passes."""
+    return n_rows // model.batch_size * model.max_iter // 2
 
 
 # --------------------------------------------------------------------------- #
@@ -76,7 +76,7 @@ def test_steps_match_the_reference(weighted):
     X = mixture(70, seed=0)  # 9 steps: the budget of 4 blocks fills, a short last batch
     w = np.random.default_rng(1).uniform(0.2, 3.0, 70) if weighted else np.ones(70)
     cfg = dict(SMALL, learning_rate="inverse", eta0=0.5, t0=3.0)
-    model = DSGOneClassSVM(nu=0.3, n_epochs=1, shuffle=False, random_state=4, **cfg)
+    model = DSGOneClassSVM(nu=0.3, max_iter=1, tol=None, shuffle=False, random_state=4, **cfg)
     model.fit(X, sample_weight=w if weighted else None)
     coef, rho = reference_steps(model, X, w, 0.3, cfg)
     assert model.t_ == 9 and model.n_blocks_ == 4
@@ -110,7 +110,8 @@ def test_nu_property_on_training_data(nu):
     # Averaging the second half of the steps settles the offset (measured over
     # 12 seeds: 0.043-0.046, 0.091-0.096, 0.192-0.199 flagged).
     X = mixture(2000, seed=1)
-    model = DSGOneClassSVM(nu=nu, block_size=64, max_blocks=8, random_state=0)
+    model = DSGOneClassSVM(nu=nu, block_size=64, max_blocks=8, max_iter=20, tol=None,
+                           random_state=0)
     model.set_params(average=tail_average(model, len(X))).fit(X)
     flagged = np.mean(model.predict(X) == -1)
     assert abs(flagged - nu) <= 0.02
@@ -152,7 +153,7 @@ def test_auc_matches_the_exact_one_class_svm(nu):
     train, test, is_inlier = _contaminated_pendigits(digit=0, frac=0.1, seed=0)
     gamma = 1.0 / 16
     exact = OneClassSVM(kernel="rbf", gamma=gamma, nu=nu).fit(train)
-    model = DSGOneClassSVM(nu=nu, gamma=gamma, random_state=0)
+    model = DSGOneClassSVM(nu=nu, gamma=gamma, max_iter=20, tol=None, random_state=0)
     model.set_params(average=tail_average(model, len(train))).fit(train)
     auc_exact = roc_auc_score(is_inlier, exact.decision_function(test))
     auc_dsg = roc_auc_score(is_inlier, model.decision_function(test))
@@ -187,7 +188,7 @@ def test_conventions_of_the_outlier_detector():
 
 def test_partial_fit_in_batches_equals_one_epoch_of_fit():
     X = mixture(100, seed=3)
-    params = dict(SMALL, nu=0.1, n_epochs=1, shuffle=False, random_state=2)
+    params = dict(SMALL, nu=0.1, max_iter=1, tol=None, shuffle=False, random_state=2)
     full = DSGOneClassSVM(**params).fit(X)
     online = DSGOneClassSVM(**params)
     for start in range(0, 100, 8):
@@ -213,16 +214,16 @@ def test_changing_nu_between_partial_fit_calls_changes_both_roles():
 
 def test_averaged_model_pickle_and_model_file_round_trips(tmp_path):
     X = mixture(200, seed=5)
-    model = DSGOneClassSVM(nu=0.1, average=10, n_epochs=3, random_state=0, **SMALL).fit(X)
+    model = DSGOneClassSVM(nu=0.1, average=10, max_iter=3, tol=None, random_state=0, **SMALL).fit(X)
     assert model.n_averaged_ == model.t_ - 10
     assert model.offset_ == -model._intercept_avg[0] != -model._intercept[0]
     model.save(tmp_path / "ocsvm.okm")
-    for clone in (pickle.loads(pickle.dumps(model)), load(tmp_path / "ocsvm.okm")):
-        assert type(clone) is DSGOneClassSVM and clone.get_params() == model.get_params()
-        np.testing.assert_array_equal(clone.decision_function(X), model.decision_function(X))
-        assert clone.offset_ == model.offset_
-        clone.partial_fit(X[:8])  # and they continue training alike
-        assert clone.t_ == model.t_ + 1
+    for copy in (pickle.loads(pickle.dumps(model)), load(tmp_path / "ocsvm.okm")):
+        assert type(copy) is DSGOneClassSVM and copy.get_params() == model.get_params()
+        np.testing.assert_array_equal(copy.decision_function(X), model.decision_function(X))
+        assert copy.offset_ == model.offset_
+        copy.partial_fit(X[:8])  # and they continue training alike
+        assert copy.t_ == model.t_ + 1
 
 
 def _with(X, i, j, value):
@@ -256,7 +257,7 @@ BAD = [
 @pytest.mark.parametrize("case, make, match", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_raises_and_leaves_the_model_unchanged(method, case, make, match):
     X = mixture(48, seed=6)
-    model = DSGOneClassSVM(nu=0.2, n_epochs=2, random_state=0, **SMALL).fit(X)
+    model = DSGOneClassSVM(nu=0.2, max_iter=2, tol=None, random_state=0, **SMALL).fit(X)
     before = (model.coef_.copy(), model.offset_, model.t_, model.n_features_in_,
               model.decision_function(X))
     X_bad, kwargs, params = make(X)

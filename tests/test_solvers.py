@@ -6,7 +6,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map, get_loss
+from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
+                          DSGOneClassSVM, DSGRegressor, get_feature_map, get_loss)
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
@@ -253,3 +254,31 @@ def test_auto_solves_quadratics_with_many_rows_by_conjugate_gradients():
     assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M - 1, M, 1, 8, 1 << 32) == "cholesky"
     # the feature matrix over the cap: the normal equations, streamed
     assert choose_solver(squared, 10 ** 6, M, 1, 8, 1 << 30) == "cholesky"
+
+
+# the SGD estimators without batch solvers stop by the same rule
+def _stopping_cases():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    return [
+        (lambda **kw: DSGOneClassSVM(nu=0.2, random_state=0, **kw), (X,)),
+        (lambda **kw: DSGDensityRatio(random_state=0, **kw), (X + 1.0, X)),
+        (lambda **kw: DSGGaussianProcessRegressor(solver="sgd", random_state=0, **kw),
+         (X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=300))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3), ids=["one_class", "density_ratio", "gp"])
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_other_sgd_estimators_stop_early_and_warn_at_the_cap(case, early_stopping):
+    make, data = _stopping_cases()[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = make(max_iter=300, early_stopping=early_stopping).fit(*data)
+    assert 1 <= model.n_iter_ < 300 and model.n_epochs_seen_ == model.n_iter_
+    with pytest.warns(ConvergenceWarning, match="max_iter=2") as record:
+        capped = make(max_iter=2, tol=1e-12, early_stopping=early_stopping).fit(*data)
+    assert capped.n_iter_ == 2
+    assert record[0].filename == __file__  # attributed to the caller, not to onlinekernel
+    fixed = make(max_iter=4, tol=None, early_stopping=early_stopping).fit(*data)
+    assert fixed.n_iter_ == 4

@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import math
 import numbers
+import os
+import sys
 import threading
 import warnings
 import weakref
@@ -134,6 +136,17 @@ def _weighted_sum(w, v):
     these sums decide a seeded model's training (target scaling, stopping).
     """
     return np.sum(w * v if v.ndim == 1 else w[:, None] * v, axis=0)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _warn_caller(message, category):
+    """Warn, attributing the warning to the first caller outside onlinekernel."""
+    level, frame = 2, sys._getframe(1)  # 2: the caller of this function
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
 
 
 def _loss_name(loss):
@@ -275,12 +288,8 @@ class BaseDSG(BaseEstimator):
             self._check_names()
 
     def _validate_stopping(self):
-        """Check the solver and stopping parameters (``n_epochs`` where those are absent)."""
-        names = self._get_param_names()
-        if "max_iter" not in names:
-            _check_int("n_epochs", self.n_epochs, 1)
-            return
-        if "solver" in names:
+        """Check the solver and stopping parameters."""
+        if "max_memory" in self._get_param_names():  # the estimators with batch solvers
             if not (isinstance(self.solver, str) and self.solver in SOLVERS):
                 raise ValueError(f"unknown solver {self.solver!r}; choose one of "
                                  f"{', '.join(map(repr, SOLVERS))}")
@@ -662,62 +671,70 @@ class BaseDSG(BaseEstimator):
         state["n_epochs_seen_"] += 1
         state["n_iter_"] = int(sol.n_iter)
         if not sol.converged:
-            warnings.warn(f"solver {solver!r} stopped after max_iter={self.max_iter} "
-                          f"iterations with a relative gradient norm (or duality gap) of "
-                          f"{sol.gradient_norm:.2e}, above tol={self.tol}: raise max_iter",
-                          ConvergenceWarning, stacklevel=4)
+            _warn_caller(f"solver {solver!r} stopped after max_iter={self.max_iter} "
+                         f"iterations with a relative gradient norm (or duality gap) of "
+                         f"{sol.gradient_norm:.2e}, above tol={self.tol}: raise max_iter",
+                         ConvergenceWarning)
 
     def _fit_sgd(self, state, X, Y, sw):
         """Epochs of doubly stochastic steps until the stopping rule holds.
 
-        scikit-learn's rule: with ``tol`` set, stop once the score has not
-        improved by ``tol`` for ``n_iter_no_change`` consecutive epochs; the
-        score is the regularised training objective, or with
+        The score is the regularised training objective, or with
         ``early_stopping`` the loss on ``validation_fraction`` of the rows
-        held out (seeded split).  ``max_iter`` caps the epochs.
+        held out (a seeded split); see :meth:`_sgd_epochs`.
+        """
+        if self._stopping().early_stopping:
+            train, val = self._validation_split(state["seed_"], X.shape[0])
+            Xv, Yv, swv = X[val], Y[val], sw[val]
+            X, Y, sw = X[train], Y[train], np.ascontiguousarray(sw[train])
+
+            def score():
+                return self._objective(state, Xv, Yv, swv, penalty=False)
+        else:
+            def score():
+                return self._objective(state, X, Y, sw, penalty=True)
+
+        def epoch():
+            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], X.shape[0])
+            self._run_epoch(state, X, Y, sw, order)
+
+        self._sgd_epochs(state, epoch, score)
+
+    def _sgd_epochs(self, state, epoch, score):
+        """Run ``epoch()`` (one pass over the training rows) until the stopping rule holds.
+
+        scikit-learn's rule: with ``tol`` set, stop once ``score()`` (the
+        training objective, or the validation loss under ``early_stopping``)
+        has not improved by ``tol`` for ``n_iter_no_change`` consecutive
+        epochs; ``max_iter`` caps the epochs, with a ``ConvergenceWarning``
+        when the rule has not held by then.  Sets ``n_iter_``.
         """
         stop = self._stopping()
-        if stop.early_stopping:
-            train, val = self._validation_split(state["seed_"], X.shape[0])
-            Xs, Ys, sws = X[train], Y[train], np.ascontiguousarray(sw[train])
-            Xv, Yv, swv = X[val], Y[val], sw[val]
-        else:
-            Xs, Ys, sws = X, Y, sw
         best, stalled, epochs, converged = np.inf, 0, 0, False
         while epochs < stop.max_iter:
-            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xs.shape[0])
-            self._run_epoch(state, Xs, Ys, sws, order)
+            epoch()
             state["n_epochs_seen_"] += 1
             epochs += 1
             if stop.tol is None:
                 continue
-            if stop.early_stopping:
-                score = self._objective(state, Xv, Yv, swv, penalty=False)
-            else:
-                score = self._objective(state, Xs, Ys, sws, penalty=True)
-            if not np.isfinite(score):
+            value = score()
+            if not np.isfinite(value):
                 raise FloatingPointError(f"the {'validation' if stop.early_stopping else 'training'}"
-                                         f" loss is {score} after epoch {epochs}: the steps "
+                                         f" loss is {value} after epoch {epochs}: the steps "
                                          f"diverge (lower eta0); the model is unchanged")
-            stalled = stalled + 1 if score > best - stop.tol else 0
-            best = min(best, score)
+            stalled = stalled + 1 if value > best - stop.tol else 0
+            best = min(best, value)
             if stalled >= stop.n_iter_no_change:
                 converged = True
                 break
         state["n_iter_"] = epochs
         if stop.tol is not None and not converged:
-            warnings.warn(f"SGD stopped after max_iter={stop.max_iter} epochs before its "
-                          f"stopping rule held (tol={stop.tol}, n_iter_no_change="
-                          f"{stop.n_iter_no_change}): raise max_iter", ConvergenceWarning,
-                          stacklevel=4)
+            _warn_caller(f"SGD stopped after max_iter={stop.max_iter} epochs before its "
+                         f"stopping rule held (tol={stop.tol}, n_iter_no_change="
+                         f"{stop.n_iter_no_change}): raise max_iter", ConvergenceWarning)
 
     def _stopping(self):
-        """The SGD stopping rule of ``fit``, from scikit-learn's parameters.
-
-        Estimators that take ``n_epochs`` instead run that many passes.
-        """
-        if "max_iter" not in self._get_param_names():
-            return Stopping(self.n_epochs)
+        """The SGD stopping rule of ``fit``, from scikit-learn's parameters."""
         return Stopping(self.max_iter, self.tol, self.n_iter_no_change, self.early_stopping,
                         self.validation_fraction)
 
@@ -726,13 +743,15 @@ class BaseDSG(BaseEstimator):
         U = model_outputs(state, X, self.n_jobs)
         w = sw / sw.sum()
         value = float(_weighted_sum(w, as_cy_loss(self._train_loss(state)).loss(Y, U)))
-        if penalty:
-            coef = (state["_coef_avg"] if state["n_averaged_"]
-                    else float(state["_scale"]) * state["_coef"])
-            rows = state["n_blocks_"] * state["feature_map_"].n_components
-            c = coef[:rows].astype(np.float64)
-            value += 0.5 * self._penalty(state) * rows * float(np.einsum("ij,ij->", c, c))
-        return value
+        return value + self._penalty_value(state) if penalty else value
+
+    def _penalty_value(self, state):
+        """The penalty term ``alpha / 2 |f|^2`` of the model in ``state``."""
+        coef = (state["_coef_avg"] if state["n_averaged_"]
+                else float(state["_scale"]) * state["_coef"])
+        rows = state["n_blocks_"] * state["feature_map_"].n_components
+        c = coef[:rows].astype(np.float64)
+        return 0.5 * self._penalty(state) * rows * float(np.einsum("ij,ij->", c, c))
 
     def _validation_split(self, seed, n):
         """Indices of the training and validation rows (a seeded permutation)."""

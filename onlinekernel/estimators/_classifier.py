@@ -263,6 +263,11 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         The feature map, bound to ``n_features_in_``.
     n_features_in_ : int
         Number of input features.
+    solver_ : str
+        The solver the last ``fit`` ran (``"auto"`` resolved).
+    n_iter_ : int
+        Iterations of the last ``fit``: epochs of ``"sgd"``, Newton steps,
+        L-BFGS steps or coordinate-descent epochs.
 
     Examples
     --------

@@ -21,8 +21,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from onlinekernel._random import words
 from onlinekernel.estimators._base import (
-    _SPLIT_BLOCK, _STATE, BaseDSG, _check_bool, _check_int, _check_real, model_outputs,
-    transactional)
+    _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_int, _check_real,
+    model_outputs, transactional)
 from onlinekernel.estimators._classifier import DSGClassifier
 
 # Fitted attributes beyond the common state, reset by every training call.
@@ -111,13 +111,7 @@ class _FixedFeatureSGD(BaseDSG):
     def _validate_params(self):
         _check_auto("n_components", self.n_components)
         _check_auto("batch_size", self.batch_size)
-        _check_bool("early_stopping", self.early_stopping)
-        _check_real("validation_fraction", self.validation_fraction, 0.0, strict=True)
-        if not self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got "
-                             f"{self.validation_fraction!r}")
-        _check_int("n_iter_no_change", self.n_iter_no_change, 1)
-        _check_real("tol", self.tol, 0.0)
+        _check_real("tol", self.tol, 0.0)  # a number: it applies to the validation score
         _check_int("n_samples_hint", self.n_samples_hint, 1, allow_none=True)
         # everything else as every estimator checks it ("auto" stands aside)
         BaseDSG._validate_params(self._view(batch_size=1, max_blocks=None))
@@ -200,7 +194,7 @@ class _FixedFeatureSGD(BaseDSG):
         Xt, Yt, swt = X[train], Y[train], np.ascontiguousarray(sw[train])
         Xv, yv, swv = X[val], y[val], sw[val]
         scores, best, stalled = [], None, 0
-        for _ in range(self.n_epochs):
+        for _ in range(self.max_iter):
             order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xt.shape[0])
             self._run_epoch(state, Xt, Yt, swt, order)
             state["n_epochs_seen_"] += 1
@@ -221,6 +215,11 @@ class _FixedFeatureSGD(BaseDSG):
                       "best_validation_score_": best[0]})
         self._commit(state)
         return self
+
+    def _stopping(self):
+        # Without early stopping, max_iter passes: the passes are the
+        # regularisation, so the training loss is no stopping criterion.
+        return Stopping(self.max_iter)
 
     def _fit_any(self, X, y, sample_weight):
         if self.early_stopping:
@@ -317,9 +316,14 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
         when it continues.
     eta0 : float, default=1.0
         The constant step :math:`\eta` (see "The step" above).
-    n_epochs : int, default=1
+    max_iter : int, default=1
         Passes over the data in ``fit`` (``partial_fit`` makes one pass);
-        with ``early_stopping``, the most passes.
+        with ``early_stopping``, the most passes.  The default is the
+        paper's single pass, whose batch size and feature count grow with
+        ``n``: the passes are the regularisation (there is no penalty), so
+        ``fit`` does not run until the training loss stops improving, as
+        the penalised estimators do; for more passes, set ``max_iter`` with
+        ``early_stopping=True``.
     early_stopping : bool, default=False
         In ``fit``, hold out ``validation_fraction`` of the rows, score the
         model on them (:math:`R^2`) after every pass, stop after
@@ -417,7 +421,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
 
     def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, n_components="auto", batch_size="auto", eta0=1.0,
-                 n_epochs=1, early_stopping=False, validation_fraction=0.1,
+                 max_iter=1, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
                  n_samples_hint=None, shuffle=True, average=False, random_state=None,
                  warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
@@ -440,7 +444,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     # ------------------------------------------------------------------ #
     @transactional
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)``: ``n_epochs`` passes, or fewer with early stopping.
+        """Fit the model on ``(X, y)``: ``max_iter`` passes, or fewer with early stopping.
 
         Parameters
         ----------
@@ -515,7 +519,7 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
 
     Parameters
     ----------
-    kernel, gamma, degree, coef0, kernel_params, n_components, batch_size, eta0, n_epochs
+    kernel, gamma, degree, coef0, kernel_params, n_components, batch_size, eta0, max_iter
         As in :class:`~onlinekernel.FixedFeatureRegressor`.
     early_stopping, validation_fraction, n_iter_no_change, tol
         As in :class:`~onlinekernel.FixedFeatureRegressor`, with the
@@ -562,7 +566,7 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
 
     def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, n_components="auto", batch_size="auto", eta0=1.0,
-                 n_epochs=1, early_stopping=False, validation_fraction=0.1,
+                 max_iter=1, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
                  n_samples_hint=None, shuffle=True, average=False, random_state=None,
                  warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
@@ -585,7 +589,7 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
 
     @transactional
     def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)``: ``n_epochs`` passes, or fewer with early stopping.
+        """Fit the model on ``(X, y)``: ``max_iter`` passes, or fewer with early stopping.
 
         Parameters
         ----------

@@ -7,7 +7,6 @@ coefficients are a matrix over pairs of random features.  Both are learned
 either exactly from statistics accumulated in one pass (``solver="exact"``)
 or by doubly stochastic steps (``solver="sgd"``).
 """
-import numbers
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -18,7 +17,7 @@ from onlinekernel._operator import CyOperatorObjective, operator_pass, operator_
 from onlinekernel._schedules import step_sizes
 from onlinekernel._solver import predict_raw
 from onlinekernel.estimators._base import BaseDSG, _check_bool, _check_int, _check_real, \
-    transactional
+    _weighted_sum, transactional
 
 # Rows absorbed per exact update: the result does not depend on it (beyond
 # rounding); 256 rows make the O(rows M^2) products efficient BLAS calls.
@@ -92,15 +91,18 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     fixed points of the squared loss and of ``gp_variance`` with
     :math:`\nu = \sigma^2/n`.  The result does not depend on the order of
     the rows or on how they are split between ``partial_fit`` calls (up to
-    rounding): ``partial_fit`` is the exact Bayesian update.  ``max_blocks``
-    and the step parameters (``batch_size``, ``learning_rate``, ``eta0``,
-    ``t0``, ``n_epochs``, ``shuffle``, ``average``) are not used.
+    rounding): ``partial_fit`` is the exact Bayesian update.  ``max_blocks``,
+    the step parameters (``batch_size``, ``learning_rate``, ``eta0``,
+    ``t0``, ``shuffle``, ``average``) and the stopping parameters are not
+    used.
 
     ``solver="sgd"`` trains the mean by the doubly stochastic steps of
     :class:`onlinekernel.DSGRegressor` on up to ``max_blocks`` blocks and
     the operator by Dai et al.'s stochastic steps on the ``gp_variance``
-    objective, ``n_epochs`` passes of each, with :math:`\nu = \sigma^2/n`
-    for ``n`` the total sample weight seen.  The squared loss with
+    objective, one pass of each per epoch until the mean's objective stops
+    improving (the stopping rule of :class:`onlinekernel.DSGRegressor`:
+    ``max_iter``, ``tol``, ``n_iter_no_change``, ``early_stopping``), with
+    :math:`\nu = \sigma^2/n` for ``n`` the total sample weight seen.  The squared loss with
     :math:`\nu = \sigma^2/n` is ill-conditioned for SGD: the directions of
     the kernel whose eigenvalue is near :math:`\nu` decide the variance and
     need about :math:`n/\sigma^2` steps to converge.  On the 2000-row
@@ -143,6 +145,15 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     center_y : bool, default=True
         Use the (weighted) mean of the targets seen as the constant prior
         mean; ``False``: a zero prior mean.
+    normalize_y : bool, default=True
+        Standardise the targets, ``(y - mean) / std`` of the targets first
+        seen (``fit``: all of y; ``partial_fit``: the first batch), and map
+        the predictions back (the mean by ``* std + mean``, the std by
+        ``* std``), as scikit-learn's ``GaussianProcessRegressor`` does: the
+        prior's amplitude (:math:`k(x, x) = 1`) and ``noise_variance`` are
+        then relative to the targets' variance, so raw targets of any scale
+        get the same posterior as standardised ones.  ``False``: both are
+        in the target's units (the prior mean still follows ``center_y``).
     batch_size : int, default=64
         Rows per training step (``"sgd"``).
     block_size : int, default=256
@@ -156,9 +167,21 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         onto its target and is the stability limit of the operator steps.
     t0 : float, default=100.0
         Time scale of the decaying schedules (``"sgd"``).
-    n_epochs : int, default=20
-        Passes over the data in ``fit`` (``"sgd"``; the exact solver makes
-        one).
+    max_iter : int, default=1000
+        Most epochs of ``fit`` (``"sgd"``; the exact solver makes one
+        pass); hitting it warns (``ConvergenceWarning``).
+    tol : float or None, default=1e-4
+        Stop when the mean's objective has not improved by ``tol`` for
+        ``n_iter_no_change`` epochs (``"sgd"``); ``None`` runs all
+        ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+        Epochs without improvement before ``fit`` stops (``"sgd"``).
+    early_stopping : bool, default=False
+        Score the mean's squared loss on ``validation_fraction`` of the rows
+        held out (a seeded split) instead of the training objective
+        (``"sgd"``).
+    validation_fraction : float, default=0.1
+        The held-out share for ``early_stopping``.
     shuffle : bool, default=True
         Shuffle the rows before each epoch (``"sgd"``).
     average : bool or int, default=False
@@ -187,6 +210,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         Blocks of the variance operator.
     solver_ : str
         The solver the model was fitted with.
+    n_iter_ : int
+        Passes of the last ``fit`` over the data (``"exact"``: 1).
     n_random_features_, n_blocks_, t_, seed_, gamma_, loss_, feature_map_, n_features_in_
         As in :class:`onlinekernel.DSGRegressor`.
 
@@ -219,12 +244,15 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(500, 1))
     >>> y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=500)
-    >>> gp = DSGGaussianProcessRegressor(gamma=2.0, noise_variance=0.09,
+    >>> # normalize_y: the noise variance relative to the targets' (0.09 / 0.59)
+    >>> gp = DSGGaussianProcessRegressor(gamma=2.0, noise_variance=0.15,
     ...                                  variance_blocks=2, random_state=0).fit(X, y)
     >>> mean, std = gp.predict([[0.5], [8.0]], return_std=True)
     >>> bool(abs(mean[0] - np.sin(1.0)) < 0.1)
     True
-    >>> bool(std[0] < 0.1 < 0.9 < std[1])  # small near the data, the prior's far away
+    >>> bool(std[0] < 0.1)  # small near the data
+    True
+    >>> bool(abs(std[1] - y.std()) < 0.05)  # far away the prior's: the targets' std
     True
     """
     _y_numeric = True
@@ -237,9 +265,10 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
 
     def __init__(self, kernel="gaussian", *, gamma="scale", noise_variance=0.1, degree=3,
                  coef0=0.0, kernel_params=None, solver="exact", variance_blocks=8,
-                 center_y=True, batch_size=64, block_size=256, max_blocks=16,
-                 learning_rate="constant", eta0=1.0, t0=100.0, n_epochs=20, shuffle=True,
-                 average=False, random_state=None, warm_start=False,
+                 center_y=True, normalize_y=True, batch_size=64, block_size=256,
+                 max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0, max_iter=1000,
+                 tol=1e-4, n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
+                 shuffle=True, average=False, random_state=None, warm_start=False,
                  cache_bytes=64 * 2 ** 20, n_jobs=None):
         self._store_params(locals())
 
@@ -274,6 +303,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                              f"got {self.solver!r}")
         _check_int("variance_blocks", self.variance_blocks, 1)
         _check_bool("center_y", self.center_y)
+        _check_bool("normalize_y", self.normalize_y)
         super()._validate_params()
         if self.max_blocks is not None and self.variance_blocks > self.max_blocks:
             raise ValueError(f"variance_blocks={self.variance_blocks} exceeds "
@@ -295,7 +325,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                              f"{self.noise_variance!r} (refit it)")
 
     @staticmethod
-    def _objective():
+    def _variance_objective():
         obj = registry.get_loss(_VARIANCE_OBJECTIVE)
         if not isinstance(obj, CyOperatorObjective):
             raise TypeError(f"the registered {_VARIANCE_OBJECTIVE!r} is a "
@@ -315,7 +345,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         F = state["feature_map_"].n_components
         M = self.variance_blocks * F
         try:
-            A = self._objective().initial(M)
+            A = self._variance_objective().initial(M)
         except MemoryError:
             raise MemoryError(f"the variance operator of {M} features needs "
                               f"{8 * M * M / 2 ** 30:.1f} GiB; lower variance_blocks or "
@@ -343,12 +373,11 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         n = X.shape[0]
         fmap = state["feature_map_"]
         vb = state["variance_blocks_"]
-        steps = operator_pass(fmap, state["seed_"], vb, self._objective(), X, sw,
+        steps = operator_pass(fmap, state["seed_"], vb, self._variance_objective(), X, sw,
                               np.arange(n, dtype=np.int64), _EXACT_ROWS, state["_var_coef"],
                               float(self.noise_variance), None, y[:, None], state["_zy"][:, None],
                               state["_z1"])
-        state["_sw"] += float(sw.sum())
-        state["_swy"] += float(sw @ y)
+        self._add_moments(state, y, sw)
         state["samples_seen_"] += n
         state["t_"] += int(steps)
         # mean weights (S + s2 I)^{-1} r = (I - A) r / s2 on z = phi / sqrt(M)
@@ -363,6 +392,23 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         state["n_blocks_"] = vb
         state["_intercept"] = np.array([m])
 
+    @staticmethod
+    def _add_moments(state, y, sw):
+        """Count the rows in the sums behind the prior mean and the penalty."""
+        state["_sw"] += float(sw.sum())
+        state["_swy"] += float(_weighted_sum(sw, y))
+
+    def _fit_sgd(self, state, X, Y, sw):
+        # the penalty noise_variance / n counts the rows trained on, not the held-out ones
+        keep = (self._validation_split(state["seed_"], X.shape[0])[0]
+                if self._stopping().early_stopping else slice(None))
+        self._add_moments(state, Y[keep, 0], sw[keep])
+        super()._fit_sgd(state, X, Y, sw)
+
+    def _run_epoch(self, state, X, Y, sw, order):
+        """One epoch of the mean and one of the operator (``"sgd"``), on the same order."""
+        self._sgd_epoch(state, X, Y[:, 0], sw, order)
+
     def _sgd_epoch(self, state, X, y, sw, order):
         """One epoch of mean steps and one of operator steps, on the same order."""
         state["_intercept"] = np.array([self._prior_mean(state)])
@@ -373,9 +419,9 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         nu = self._penalty(state)
         steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B, eta0=self.eta0,
                            t0=self.t0, alpha=nu)
-        self._run_epoch(state, X, y[:, None], sw, order)  # the mean: squared loss, alpha nu
+        super()._run_epoch(state, X, y[:, None], sw, order)  # the mean: squared loss, alpha nu
         operator_pass(state["feature_map_"], state["seed_"], state["variance_blocks_"],
-                      self._objective(), X, sw, order, B, state["_var_coef"], nu, steps)
+                      self._variance_objective(), X, sw, order, B, state["_var_coef"], nu, steps)
 
     def _train(self, X, y, sample_weight, partial):
         first = not hasattr(self, "_coef")
@@ -390,27 +436,22 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
         loss, Y, _ = self._prepare_targets(y, fitting=not warm)
-        y = np.ascontiguousarray(Y[:, 0])
         sw = np.ascontiguousarray(sw)
         if warm:
             self._check_continuation()
             state = self._state_copy()
         else:
             state = self._new_gp_state(X, loss, sw)
+        y = np.ascontiguousarray(self._standardize_targets(state, Y, sw, first=not warm)[:, 0])
         if self.solver == "exact":
             self._absorb_exact(state, X, y, sw)
             state["n_epochs_seen_"] += 1
+            state["n_iter_"] = 1  # one pass
+        elif partial:
+            self._add_moments(state, y, sw)
+            self._sgd_epoch(state, X, y, sw, np.arange(X.shape[0], dtype=np.int64))
         else:
-            state["_sw"] += float(sw.sum())
-            state["_swy"] += float(sw @ y)
-            for _ in range(1 if partial else self.n_epochs):
-                if partial:
-                    order = np.arange(X.shape[0], dtype=np.int64)
-                else:
-                    order = self._shuffled(state["seed_"], state["n_epochs_seen_"], X.shape[0])
-                self._sgd_epoch(state, X, y, sw, order)
-                if not partial:
-                    state["n_epochs_seen_"] += 1
+            self._fit_sgd(state, X, y[:, None], sw)
         self._commit(state)
         return self
 
@@ -484,13 +525,14 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         else:
             raw = predict_raw(st["_blocks"], X, st["_coef"], st["n_blocks_"], st["_scale"],
                               st["_intercept"])
-        mean = raw[:, 0]
+        scale, shift = st.get("_y_scale", 1.0), st.get("_y_mean", 0.0)
+        mean = raw[:, 0] * scale + shift
         if not return_std:
             return mean
         var = operator_readout(st["feature_map_"], st["seed_"], st["variance_blocks_"],
-                               self._objective(), X, st["_var_coef"])
+                               self._variance_objective(), X, st["_var_coef"])
         # exact: >= 0 up to rounding; a stochastic iterate may overshoot
-        return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean, np.sqrt(np.maximum(var, 0.0)) * scale
 
     @property
     def variance_coef_(self):

@@ -54,10 +54,12 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
     from its 5th to its 90th percentile lie within 0.006 of :math:`\rho`
     = 0.08): an offset step of ``0.01`` already moves the flagged fraction
     by many points.  The defaults therefore take small steps (``eta0=0.2``,
-    decaying as ``1/t`` over ``t0=20`` steps of 32 rows) for 20 passes.
+    decaying as ``1/t`` over ``t0=20`` steps of 32 rows), with passes until
+    the objective stops improving (the stopping rule below).
     For the tightest :math:`\nu`-fraction, average the iterates of the
     second half of the fit (``average=k`` with ``k`` half the steps,
-    ``n_epochs * ceil(n / batch_size) / 2``): on training data the fraction
+    ``n_passes * ceil(n / batch_size) / 2``, with ``tol=None`` for a fixed
+    number of passes ``max_iter``): on training data the fraction
     flagged is then within about 0.01 of ``nu`` (``tests/test_novelty.py``;
     the last iterate, the default, was within 0.016 on a Gaussian mixture
     and 0.035 on a pendigits class).  Averaging from the first step
@@ -98,8 +100,21 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         Initial step.
     t0 : float, default=20.0
         Time scale of the step decay, in steps.
-    n_epochs : int, default=20
-        Passes over the data in ``fit`` (``partial_fit`` makes one pass).
+    max_iter : int, default=1000
+        Most passes over the data in ``fit`` (``partial_fit`` makes one);
+        hitting it warns (``ConvergenceWarning``).
+    tol : float or None, default=1e-4
+        Stop when the objective (the one above, including
+        :math:`-\nu\rho`) has not improved by ``tol`` for
+        ``n_iter_no_change`` passes (scikit-learn's ``SGDOneClassSVM``
+        rule); ``None`` runs all ``max_iter`` passes.
+    n_iter_no_change : int, default=5
+        Passes without improvement before ``fit`` stops.
+    early_stopping : bool, default=False
+        Score the objective's risk on ``validation_fraction`` of the rows
+        held out (a seeded split) instead of the training objective.
+    validation_fraction : float, default=0.1
+        The held-out share for ``early_stopping``.
     shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit``.
     average : bool or int, default=False
@@ -129,6 +144,8 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         The raw intercept, ``-offset_``.
     n_random_features_, n_blocks_, t_, seed_, gamma_, loss_, feature_map_, n_features_in_
         As in :class:`onlinekernel.DSGClassifier`.
+    n_iter_ : int
+        Passes of the last ``fit``.
 
     Notes
     -----
@@ -157,7 +174,8 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
 
     def __init__(self, nu=0.1, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, batch_size=32, block_size=256, max_blocks=16,
-                 learning_rate="inverse", eta0=0.2, t0=20.0, n_epochs=20, shuffle=True,
+                 learning_rate="inverse", eta0=0.2, t0=20.0, max_iter=1000, tol=1e-4,
+                 n_iter_no_change=5, early_stopping=False, validation_fraction=0.1, shuffle=True,
                  average=False, random_state=None, warm_start=False,
                  cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
         self._store_params(locals())
@@ -189,6 +207,16 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         loss = self._resolve_base_loss() if fitting else self.loss_
         return loss, np.zeros((y.shape[0], 1)), 1
 
+    def _objective(self, state, X, Y, sw, penalty):
+        """The risk ``E max(0, rho - f) - nu rho`` (+ the penalty of ``f``).
+
+        The offset term is not a per-row loss (the ``novelty`` loss steps it
+        through the intercept), so it is added here: without it, lowering
+        :math:`\rho` would always look like progress.
+        """
+        b = state["_intercept_avg"] if state["n_averaged_"] else state["_intercept"]
+        return super()._objective(state, X, Y, sw, penalty) + self.nu * float(b[0])
+
     def _follow_nu(self):
         """Continue a fitted model with the current ``nu`` (the loss's copy of it)."""
         if hasattr(self, "loss_") and self.loss_.nu != self.nu:
@@ -196,7 +224,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
 
     @transactional
     def fit(self, X, y=None, sample_weight=None):
-        """Fit the model on ``X`` for ``n_epochs`` passes.
+        """Fit the model on ``X``: passes until the stopping rule holds.
 
         Parameters
         ----------

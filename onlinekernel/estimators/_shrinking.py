@@ -154,7 +154,11 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         Factor of the step (the paper's choice is 1).
     n_epochs : int, default=1
         Passes of ``fit`` over the data (the paper's setting is one pass);
-        every round stores its point, so memory grows with the passes.
+        every round stores its point, so memory grows with the passes.  A
+        number of passes, not a cap with a stopping rule (``max_iter``,
+        ``tol``) as in the other estimators: the step is set by the horizon
+        :math:`T` before the first round, and the analysis is for exactly
+        :math:`T` rounds.
     fit_intercept : bool, default=True
         Learn an intercept :math:`b` by the same gradient steps, at most 1
         (a step of 1 sets :math:`b` to the round's residual; it is not

@@ -101,7 +101,7 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None):
                          f"{_name(problem.loss)} has curvature={problem.loss.curvature!r}")
     M, K = problem.M, problem.K
     n = problem.features.shape[0]
-    zeros_C, zeros_b = np.zeros((M, K)), np.zeros(K)
+    zeros_b = np.zeros(K)
     U0 = np.zeros((n, K))
     # The Hessian's row weights: D = w * (second derivative), per output.
     D = problem.loss.hessian_product(problem.Y, U0, np.ones_like(U0)) * problem.w[:, None]

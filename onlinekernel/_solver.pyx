@@ -392,6 +392,85 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
     return out
 
 
+def block_features(BlockSource src, const real[:, ::1] X, Py_ssize_t n_blocks, int n_jobs=1):
+    """The features of the first ``n_blocks`` blocks on ``X``, shape ``(n, n_blocks * F)``.
+
+    In the model's precision, each block taken from the cache or regenerated
+    once; the values are those every training step and prediction computes
+    (the same transform on the same tiles of rows).  Blocks are split among
+    ``n_jobs`` threads; each value is computed by one thread, so the result
+    does not depend on ``n_jobs``.
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
+    cdef CyFeatureMap fmap = src.fmap
+    cdef Py_ssize_t F = fmap.n_components, M = n_blocks * F
+    cdef Py_ssize_t j, r0, rows, i
+    if d != fmap.n_features_in:
+        raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
+    if n_blocks < 0:
+        raise ValueError(f"n_blocks must be >= 0, got {n_blocks}")
+    if (sizeof(real) == 4) != src.single:
+        raise ValueError(f"X must have the model's dtype {src.dtype}")
+    if n_jobs < 1:
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+    out_arr = np.empty((n, M), dtype=src.dtype)
+    if n == 0 or M == 0:
+        return out_arr
+    cdef real[:, ::1] out = out_arr
+    cdef int nt = _n_threads(src, n_jobs, n_blocks)
+    cdef _Workspace ws = _workspace(src, nt)
+    cdef const real* X0 = &X[0, 0]
+    cdef real* O0 = &out[0, 0]
+    cdef const real* p
+    cdef Work* w
+    with nogil:
+        for j in prange(n_blocks, num_threads=nt, schedule="dynamic"):
+            w = &ws.w[threadid()]
+            p = <const real*>src.get(j, w.params, w.params64)
+            r0 = 0
+            while r0 < n:
+                rows = min(<Py_ssize_t>TILE, n - r0)
+                _transform(fmap, p, X0 + r0 * d, rows, d, <real*>w.phi, <real*>w.work)
+                for i in range(rows):
+                    memcpy(O0 + (r0 + i) * M + j * F, <real*>w.phi + i * F, F * sizeof(real))
+                r0 = r0 + rows
+    _give_back(src, ws)
+    fmap.raise_pending()
+    return out_arr
+
+
+def gemm(const real[:, ::1] A, const real[:, ::1] B, bint transpose_a=False):
+    """``A @ B`` (``A.T @ B`` with ``transpose_a``), each element summed in one fixed order.
+
+    The products of the compiled loops (``src/oklinalg.h``): the same bits on
+    every CPU and for any BLAS, unlike ``numpy.matmul``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.arange(6.0).reshape(2, 3); B = np.ones((3, 2))
+    >>> gemm(A, B)
+    array([[ 3.,  3.],
+           [12., 12.]])
+    >>> gemm(A, np.ones((2, 1)), transpose_a=True).ravel()
+    array([3., 5., 7.])
+    """
+    cdef Py_ssize_t m = A.shape[1] if transpose_a else A.shape[0]
+    cdef Py_ssize_t k = A.shape[0] if transpose_a else A.shape[1]
+    cdef Py_ssize_t n = B.shape[1]
+    if B.shape[0] != k:
+        raise ValueError(f"shapes {(A.shape[0], A.shape[1])}{'.T' if transpose_a else ''} and "
+                         f"{(B.shape[0], B.shape[1])} do not multiply")
+    out_arr = np.zeros((m, n), dtype=np.float32 if real is float else np.float64)
+    if m == 0 or n == 0 or k == 0:
+        return out_arr
+    cdef real[:, ::1] C = out_arr
+    with nogil:
+        _gemm(transpose_a, False, <int>m, <int>n, <int>k, 1.0, &A[0, 0], <int>A.shape[1],
+              &B[0, 0], <int>n, 0.0, &C[0, 0], <int>n)
+    return out_arr
+
+
 def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
                 const double[::1] sample_weight, const int64_t[::1] order,
                 Py_ssize_t batch_size, const double[::1] step_sizes, double alpha,

@@ -149,7 +149,10 @@ comes with a new format version; a reader rejects fields it does not know.
 Version 2 (onlinekernel with batch solvers) adds, as ``extra`` attributes of
 every estimator, the target scaling of the regressors (``_y_mean``,
 ``_y_scale``: the model predicts ``raw * _y_scale + _y_mean``), the solver
-``fit`` ran (``solver_``) and its iteration count (``n_iter_``); the
+``fit`` ran (``solver_``) and its iteration count (``n_iter_``), the
+preconditioner of ``precondition="eigenpro"`` (``_eig_vectors``,
+``_eig_values``, ``_eig_step``, ``_eig_level``: stored, so that training
+resumes exactly); the
 estimators that took ``n_epochs`` now take the stopping parameters of
 scikit-learn.  A file with ``n_epochs=N`` (version 1, and the one-class,
 density-ratio and GP models of early version-2 files) loads with it read as
@@ -230,7 +233,8 @@ _FORMAT_ATTRIBUTES = frozenset(_STATE_KEYS) | {
     "loss_", "feature_map_", "seed_", "_coef", "_intercept", "_coef_avg", "_intercept_avg",
     "classes_", "feature_names_in_", "_blocks", "_built_from"}
 # Fitted attributes of every estimator stored as ``extra`` (format version 2).
-_COMMON_EXTRA = ("_y_mean", "_y_scale", "solver_", "n_iter_")
+_COMMON_EXTRA = ("_y_mean", "_y_scale", "solver_", "n_iter_", "_eig_vectors", "_eig_values",
+                 "_eig_step", "_eig_level")
 # scikit-learn's routing and output configuration: not part of a model
 _NOT_STORED = frozenset({"_metadata_request", "_sklearn_output_config"})
 

@@ -497,9 +497,9 @@ def test_pegasos_with_projection_decreases_its_objective_inside_the_ball():
     ({"reuse_schedule": (1, -1)}, r"reuse_schedule must be a pair.*got \(1, -1\)"),
     ({"reuse_schedule": 3}, r"reuse_schedule must be a pair.*got 3"),
     ({"reuse_schedule": (1.5, 1)}, r"reuse_schedule must be a pair.*got \(1.5, 1\)"),
-    ({"precondition": -1.0}, "precondition must be 'auto', True, False or a ridge > 0, got -1.0"),
-    ({"precondition": 0.0}, "precondition must be 'auto', True, False or a ridge > 0, got 0.0"),
-    ({"precondition": "yes"}, "precondition must be 'auto', True, False or a ridge > 0, got 'yes'"),
+    ({"precondition": -1.0}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got -1.0"),
+    ({"precondition": 0.0}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got 0.0"),
+    ({"precondition": "yes"}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got 'yes'"),
     ({"precondition": True, "reuse": "check"}, "precondition cannot be combined with "
                                                "reuse='check'"),
     ({"projection": 1}, "projection must be True or False, got 1"),

@@ -31,12 +31,14 @@ from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._random import words
 from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
-from onlinekernel._solver import BlockSource, _threads, predict_raw, train_steps
+from onlinekernel._solver import BlockSource, _threads, block_features, predict_raw, \
+    train_steps
 from onlinekernel.featuremaps import FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
     BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
     solver_memory)
+from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
 # feature block a model can reach), and the stream that splits off the
@@ -46,6 +48,17 @@ _SPLIT_BLOCK = _SHUFFLE_BLOCK - 1
 # The ridge of precondition=True, relative to the features' unit second moment
 # (measured on ijcnn1, letter and covtype; see the DSGClassifier docstring).
 _DEFAULT_RIDGE = 1.0
+_PRECONDITIONS = ("auto", "eigenpro")
+# EigenPro (precondition="eigenpro"): the directions corrected and the rows
+# the spectrum is estimated from (Ma & Belkin's defaults: k = 160, s = 2000 or so);
+# the rows are drawn by the seed from a Philox block of their own
+_EIGENPRO_K = 160
+_EIGENPRO_ROWS = 2000
+_EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
+# State that only some models have (target scaling, EigenPro's preconditioner):
+# copied when present, never replaced by arrays (they do not change once set)
+_OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_step",
+                   "_eig_level")
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
@@ -315,10 +328,15 @@ class BaseDSG(BaseEstimator):
             raise ValueError(f"reuse_schedule must be a pair (G, U) of integers, G >= 1 new-block "
                              f"steps then U >= 0 reuse steps, got {sched!r}")
         pre = self.precondition
-        if not (isinstance(pre, (bool, np.bool_)) or (isinstance(pre, str) and pre == "auto")
+        if not (isinstance(pre, (bool, np.bool_)) or (isinstance(pre, str) and pre in _PRECONDITIONS)
                 or (isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0)):
-            raise ValueError(f"precondition must be 'auto', True, False or a ridge > 0, "
-                             f"got {pre!r}")
+            raise ValueError(f"precondition must be 'auto', 'eigenpro', True, False or a "
+                             f"ridge > 0, got {pre!r}")
+        if pre == "eigenpro" and not (self.max_blocks is not None and self.reuse == "all"
+                                      and tuple(sched) == (1, 0) and not self.projection):
+            raise ValueError("precondition='eigenpro' needs a finite max_blocks, reuse='all', "
+                             "reuse_schedule=(1, 0) and projection=False: it steps on the "
+                             "full, fixed set of features")
         if self._ridge() and self.reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
@@ -336,7 +354,7 @@ class BaseDSG(BaseEstimator):
     def _ridge(self):
         """The preconditioning ridge (0: none)."""
         pre = self.precondition
-        if isinstance(pre, str):  # "auto": wherever the solve runs
+        if isinstance(pre, str):  # "auto" (and "eigenpro"'s growth steps): wherever it runs
             single = self._model_dtype() != np.float64
             if self.reuse == "check" or (single and self.batch_size > self.block_size):
                 return 0.0
@@ -465,8 +483,9 @@ class BaseDSG(BaseEstimator):
     def _state_copy(self):
         state = {k: getattr(self, k) for k in ("loss_", "feature_map_", "gamma_", "seed_",
                                                 "n_features_in_", "_n_outputs", "_blocks")}
-        if "_y_scale" in self.__dict__:
-            state["_y_mean"], state["_y_scale"] = self._y_mean, self._y_scale
+        for k in _OPTIONAL_STATE:
+            if k in self.__dict__:
+                state[k] = getattr(self, k)
         for k in _STATE:
             v = getattr(self, k)
             state[k] = v.copy() if isinstance(v, np.ndarray) else v
@@ -514,6 +533,62 @@ class BaseDSG(BaseEstimator):
         return float(self.alpha)
 
     def _run_epoch(self, state, X, Y, sw, order):
+        if self.precondition == "eigenpro":
+            # doubly stochastic steps until the budget is full, then EigenPro's
+            grow = max(0, self.max_blocks - state["n_blocks_"]) * self.batch_size
+            if grow:
+                self._dsg_steps(state, X, Y, sw, order[:grow])
+            if order.shape[0] > grow:
+                self._eigenpro_steps(state, X, Y, sw, order[grow:])
+            return
+        self._dsg_steps(state, X, Y, sw, order)
+
+    def _eigenpro_steps(self, state, X, Y, sw, order):
+        """EigenPro steps on the full budget (see :mod:`onlinekernel.solvers.eigenpro`).
+
+        The preconditioner is estimated once, from up to ``_EIGENPRO_ROWS``
+        rows of the first call that reaches this point with more than
+        ``2 * _EIGENPRO_K`` rows (a smaller call meanwhile takes the
+        doubly stochastic steps).
+        """
+        loss = as_cy_loss(self._train_loss(state))
+        if getattr(loss, "intercept_rule", "constant_feature") != "constant_feature":
+            raise ValueError(f"precondition='eigenpro' needs a loss whose intercept is a "
+                             f"constant feature; {_loss_name(loss)} has intercept_rule="
+                             f"{loss.intercept_rule!r}")
+        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
+        if "_eig_vectors" not in state:
+            rows = np.sort(order[np.argsort(words(state["seed_"], _EIGENPRO_BLOCK, 0,
+                                                  order.shape[0]),
+                                            kind="stable")[:_EIGENPRO_ROWS]])
+            if rows.shape[0] <= 2 * _EIGENPRO_K:
+                self._dsg_steps(state, X, Y, sw, order)
+                return
+            Phi = block_features(state["_blocks"], X[rows], state["n_blocks_"],
+                                 check_n_jobs(self.n_jobs))
+            U = model_outputs(state, X[rows], self.n_jobs)
+            pre = EigenPro.estimate(Phi, _EIGENPRO_K, max_curvature(loss, Y[rows], U),
+                                    self.batch_size)
+            state["_eig_vectors"], state["_eig_values"] = pre.vectors, pre.values
+            state["_eig_step"], state["_eig_level"] = pre.step, pre.level
+        pre = EigenPro(state["_eig_vectors"], state["_eig_values"], state["_eig_step"],
+                       state["_eig_level"])
+        M = state["n_blocks_"] * state["feature_map_"].n_components
+        it = Iterate(coef=float(state["_scale"]) * state["_coef"][:M],
+                     intercept=state["_intercept"].copy(),
+                     coef_avg=state["_coef_avg"][:M].copy(),
+                     intercept_avg=state["_intercept_avg"].copy(), t=state["t_"],
+                     n_averaged=state["n_averaged_"], average_start=self._average_start())
+        pre.steps(state["_blocks"], loss, X, Y, sw, order, self.batch_size,
+                  self._penalty(state), bool(self.fit_intercept), it, check_n_jobs(self.n_jobs))
+        state["_coef"] = np.ascontiguousarray(it.coef)
+        state["_coef_avg"] = it.coef_avg
+        state["_scale"] = 1.0
+        state["_intercept"], state["_intercept_avg"] = it.intercept, it.intercept_avg
+        state["t_"], state["n_averaged_"] = it.t, it.n_averaged
+        state["samples_seen_"] += order.shape[0]
+
+    def _dsg_steps(self, state, X, Y, sw, order):
         alpha = self._penalty(state)
         loss = as_cy_loss(self._train_loss(state))
         self._check_trainable(state, Y, loss)

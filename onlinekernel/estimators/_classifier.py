@@ -181,9 +181,32 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         life, adds a block when ``t mod (G + U) < G``); the default reuses
         only once the budget is full.  ``"check"`` decides by itself and
         ``"none"`` never reuses, so both ignore it.
-    precondition : "auto", bool or float, default="auto"
-        Solve each block's update against the block's feature covariance on
-        the batch, as the DSG reference code does:
+    precondition : "auto", "eigenpro", bool or float, default="auto"
+        ``"eigenpro"``: once the budget is full, step on all features at
+        once along the gradient with its top 160 eigen-directions (of the
+        features' covariance, estimated once from 2,000 rows of the first
+        call with more than 320 rows) damped, so that larger steps stay
+        stable (EigenPro, Ma & Belkin 2017; the step and the damping are
+        those of :class:`onlinekernel.solvers.eigenpro.EigenPro`);
+        ``learning_rate``, ``eta0`` and ``t0`` then apply only to the steps
+        that grow the budget.  It needs batches of several hundred rows
+        (``batch_size=512``), a finite ``max_blocks``, ``reuse="all"`` and
+        ``reuse_schedule=(1, 0)``, and keeps ``M x 160`` coefficients of the
+        preconditioner in the model (its file included).  Measured against
+        the defaults, ``partial_fit`` over chunks of 10,000 shuffled rows,
+        ``batch_size=512``, test error or RMSE after one and two passes:
+        kin40k (:class:`DSGRegressor`) 0.344 and 0.310 against 0.614 and
+        0.532, cadata 59.6k against 64.5k (one pass), MNIST (pixels in
+        [0, 1]) 4.71 % and 3.66 % against 5.00 % and 4.71 %, ijcnn1 4.18 %
+        and 3.06 % against 3.76 % and 3.35 % (worse after one pass); on
+        ijcnn1's rows in file order (not shuffled) 6.95 % against 6.15 %.
+        A step costs about what a default step costs per row; estimating the
+        spectrum adds 1 to 2 s at 4,096 features.  The eigenvalues come from
+        LAPACK: a seeded run is the same on one machine, and within rounding
+        on another.
+
+        ``True`` or a ridge: solve each block's update against the block's
+        feature covariance on the batch, as the DSG reference code does:
         ``-(step / B^2) (Phi_j^T Phi_j / B + lam I)^{-1} Phi_j^T G`` with
         ridge ``lam`` (``True``: 1.0; a float: that ridge; the features have
         unit second moment, so ``lam`` is relative to 1).  On the batch this

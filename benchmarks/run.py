@@ -23,7 +23,7 @@ Run from the repository root::
 
     python benchmarks/run.py            # full run
     python benchmarks/run.py --quick    # every script's smoke mode
-    python benchmarks/run.py --all      # also quality, iln, fixed_features, reuse
+    python benchmarks/run.py --all      # also quality, iln, fixed_features, reuse, one_pass
 
 The exit status is 0 when every script present ran to its end, whatever
 its targets say (a failed target is a measurement, not an error), and 1
@@ -53,7 +53,8 @@ CORE = (("limits", "machine limits: GEMM and cosine rates, pair limit"),
 EXTRA = (("quality", "accuracy against exact kernel machines"),
          ("iln", "infinite layer networks (Shrinking Gradient)"),
          ("fixed_features", "SGD on fixed random features"),
-         ("reuse", "reuse of old blocks at a full budget"))
+         ("reuse", "reuse of old blocks at a full budget"),
+         ("one_pass", "one pass of partial_fit against a tuned pipeline"))
 PASS_WORDS = {"pass", "passed", "ok", "true", "yes"}
 FAIL_WORDS = {"fail", "failed", "false", "no"}
 

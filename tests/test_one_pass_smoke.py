@@ -1,0 +1,47 @@
+"""Smoke test of benchmarks/one_pass.py on a tiny synthetic dataset (a few seconds)."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPT = BENCH / "one_pass.py"
+
+
+@pytest.fixture(scope="module")
+def one_pass():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # for its _common import
+    spec = importlib.util.spec_from_file_location("one_pass_benchmark", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_run_writes_results(one_pass, tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 255, size=(700, 12)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 255).astype(np.int64) + 2 * (X[:, 2] > 128)
+    np.savez_compressed(tmp_path / "disc4.npz", X_train=X[:600], y_train=y[:600],
+                        X_test=X[600:], y_test=y[600:])
+    report = one_pass.main(["--quick", "--datasets", "disc4", "--data-dir", str(tmp_path),
+                            "--output-dir", str(tmp_path / "out")])
+    saved = json.loads((tmp_path / "out" / "one_pass_quick.json").read_text())
+    assert saved["benchmark"] == "one_pass" and saved["mode"] == "quick"
+    res = saved["results"][0]
+    assert set(res["curves"]) == {"ours float64", "ours float32", "ours eigenpro float64",
+                                  "ours eigenpro float32", "pipeline float64",
+                                  "pipeline float32"}
+    for curve in res["curves"].values():
+        assert curve[-1]["rows_seen"] == 600 and 0.0 <= curve[-1]["error"] <= 1.0
+        assert all(a["time_s"] <= b["time_s"] for a, b in zip(curve, curve[1:]))
+    assert len(res["pipeline_tuning"]) == 48
+    assert 0.0 <= res["batch_optimum"]["error"] <= 1.0
+    names = [t["target"] for t in report["targets"]]
+    assert "disc4: one_pass_error_below_tuned_pipeline[default, float64]" in names
+    assert (tmp_path / "out" / "one_pass_quick.md").read_text().startswith("# One-pass")
+    assert (tmp_path / "out" / "one_pass_quick.png").stat().st_size > 0

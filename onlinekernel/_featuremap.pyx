@@ -16,7 +16,8 @@ Python subclass :class:`onlinekernel.FeatureMap` instead and run through
 """
 import numpy as np
 
-from onlinekernel._params import params_eq, params_hash, params_repr
+from onlinekernel._params import clone_of, params_eq, params_hash, params_repr, \
+    set_params_of
 cimport numpy as cnp
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
@@ -159,9 +160,16 @@ cdef class CyFeatureMap:
         self.raise_pending()
         return out
 
-    def get_params(self):
-        """Constructor parameters, as a dict."""
+    def get_params(self, deep=True):
+        """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
         return {"n_components": self.n_components}
+
+    def set_params(self, **params):
+        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
+        return set_params_of(self, params)
+
+    def __sklearn_clone__(self):
+        return clone_of(self)
 
     def __reduce__(self):
         return (type(self), (), (self.get_params(), self.n_features_in))
@@ -254,8 +262,18 @@ cdef class PyFeatureMapAdapter(CyFeatureMap):
                 self._fail(exc)
                 (<double[:n, :F]> out)[:, :] = np.nan
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return self.map_obj.get_params()
+
+    def set_params(self, **params):
+        self.map_obj.set_params(**params)
+        self.n_components = self.map_obj.n_components
+        if self.n_features_in:
+            self.bind(self.n_features_in)  # the map's sizes may have changed
+        return self
+
+    def __sklearn_clone__(self):
+        return PyFeatureMapAdapter(clone_of(self.map_obj))
 
     def __reduce__(self):
         return (_rebuild_adapter, (self.map_obj, self.n_features_in))

@@ -20,7 +20,8 @@ Both kinds expose the same Python-level interface, vectorised over rows:
 import numpy as np
 
 from onlinekernel._curvature import finite_difference_hessian_product
-from onlinekernel._params import params_eq, params_hash, params_repr
+from onlinekernel._params import clone_of, params_eq, params_hash, params_repr, \
+    set_params_of
 cimport numpy as cnp
 
 cnp.import_array()
@@ -137,9 +138,16 @@ cdef class CyLoss:
         """The loss used for more than two classes (default: self, one-vs-rest)."""
         return self
 
-    def get_params(self):
-        """Constructor parameters, as a dict."""
+    def get_params(self, deep=True):
+        """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
         return {}
+
+    def set_params(self, **params):
+        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
+        return set_params_of(self, params)
+
+    def __sklearn_clone__(self):
+        return clone_of(self)
 
     def __reduce__(self):
         return (type(self), (), self.get_params())
@@ -267,8 +275,15 @@ cdef class PyLossAdapter(CyLoss):
         inner = self.loss_obj.multiclass_loss()
         return self if inner is self.loss_obj else as_cy_loss(inner)
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return self.loss_obj.get_params()
+
+    def set_params(self, **params):
+        self.loss_obj.set_params(**params)
+        return self
+
+    def __sklearn_clone__(self):
+        return PyLossAdapter(clone_of(self.loss_obj))
 
     def __reduce__(self):
         return (PyLossAdapter, (self.loss_obj,))

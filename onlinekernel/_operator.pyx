@@ -36,7 +36,8 @@ Subclasses implement the ``nogil`` methods declared in ``_operator.pxd``;
 """
 import numpy as np
 
-from onlinekernel._params import params_eq, params_hash, params_repr
+from onlinekernel._params import clone_of, params_eq, params_hash, params_repr, \
+    set_params_of
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t, int64_t
@@ -158,9 +159,16 @@ cdef class CyOperatorObjective:
             self.readout(&z[0, 0], Zc.shape[0], Zc.shape[1], &a[0, 0], &o[0], &wk[0])
         return out
 
-    def get_params(self):
-        """Constructor parameters, as a dict."""
+    def get_params(self, deep=True):
+        """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
         return {}
+
+    def set_params(self, **params):
+        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
+        return set_params_of(self, params)
+
+    def __sklearn_clone__(self):
+        return clone_of(self)
 
     def __reduce__(self):
         return (type(self), (), self.get_params())

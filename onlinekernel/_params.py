@@ -2,8 +2,11 @@
 
 Each is described by its class and ``get_params()``: two are equal when both
 match, which is what pickling, ``copy.deepcopy``, scikit-learn's ``clone``
-and the model files rely on.  The compiled base classes call these
-functions; the Python bases inherit :class:`ParamsMixin`.
+and the model files rely on.  They are scikit-learn parameters of the
+estimators: ``clone`` copies them (``__sklearn_clone__``), a grid search
+sets their parameters by nested names (``loss__quantile``) through
+``set_params``.  The compiled base classes call these functions; the Python
+bases inherit :class:`ParamsMixin`.
 
 Examples
 --------
@@ -12,10 +15,13 @@ Examples
 'Huber(delta=2.0)'
 >>> params_eq(get_loss("huber", delta=2.0), get_loss("huber", delta=2.0))
 True
+>>> set_params_of(get_loss("huber"), {"delta": 3.0})
+Huber(delta=3.0)
 """
 import inspect
 
-__all__ = ["params_eq", "params_hash", "params_repr", "init_params", "ParamsMixin"]
+__all__ = ["params_eq", "params_hash", "params_repr", "init_params", "set_params_of",
+           "clone_of", "ParamsMixin"]
 
 
 def params_eq(a, b):
@@ -42,12 +48,49 @@ def init_params(obj):
                                                inspect.Parameter.VAR_KEYWORD)}
 
 
+def set_params_of(obj, params):
+    """Set constructor parameters of ``obj`` in place (scikit-learn's ``set_params``).
+
+    The new parameters are checked by building a fresh object first, so a
+    bad name or value raises and leaves ``obj`` as it was; a feature map
+    bound to an input dimension stays bound to it.
+    """
+    current = obj.get_params()
+    unknown = sorted(set(params) - set(current))
+    if unknown:
+        raise ValueError(f"invalid parameter{'s' if len(unknown) > 1 else ''} {unknown} for "
+                         f"{type(obj).__name__}; it takes {sorted(current)}")
+    merged = {**current, **params}
+    type(obj)(**merged)  # validates before anything changes
+    bound = getattr(obj, "n_features_in", 0)
+    obj.__init__(**merged)
+    if bound:
+        obj.bind(bound)
+    return obj
+
+
+def clone_of(obj):
+    """A new object of the same class and parameters (unbound, for scikit-learn's ``clone``)."""
+    return type(obj)(**obj.get_params())
+
+
 class ParamsMixin:
     """``get_params``, equality, hashing and ``repr`` from the constructor's parameters."""
 
-    def get_params(self):
-        """Constructor parameters, read from attributes of the same names."""
+    def get_params(self, deep=True):
+        """Constructor parameters, read from attributes of the same names.
+
+        ``deep`` is accepted for scikit-learn (the parameters hold no objects
+        with parameters of their own).
+        """
         return init_params(self)
+
+    def set_params(self, **params):
+        """Set constructor parameters (checked first; see :func:`set_params_of`)."""
+        return set_params_of(self, params)
+
+    def __sklearn_clone__(self):
+        return clone_of(self)
 
     def __eq__(self, other):
         return params_eq(self, other)

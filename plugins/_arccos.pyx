@@ -117,5 +117,5 @@ cdef class ArcCosine(CyFeatureMap):
             J = 3.0 * sin * cos + (np.pi - theta) * (1.0 + 2.0 * cos ** 2)
         return np.where(nonzero, norms ** self.order * J / np.pi, 0.0)
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "order": self.order}

@@ -103,5 +103,5 @@ cdef class Gaussian(CyFeatureMap):
         d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X @ Y.T
         return np.exp(-self.gamma * np.maximum(d2, 0.0))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma, "pairs": self.pairs}

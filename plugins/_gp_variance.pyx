@@ -236,5 +236,5 @@ cdef class GPVariance(CyOperatorObjective):
         R = Z - Z @ A.T
         return float(0.5 * np.mean(w * (R ** 2).sum(axis=1)) + 0.5 * alpha * (A ** 2).sum())
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {}

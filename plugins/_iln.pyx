@@ -199,6 +199,6 @@ cdef class InfiniteLayerUnits(CyFeatureMap):
         J = np.sqrt(1.0 - cos ** 2) + (np.pi - theta) * cos
         return np.where(nonzero, norms * J / np.pi, 0.0)
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma,
                 "activation": self.activation, "bias": self.bias}

@@ -78,5 +78,5 @@ cdef class Laplacian(CyFeatureMap):
         Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
         return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma}

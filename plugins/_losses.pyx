@@ -232,7 +232,7 @@ cdef class Huber(CyScalarLoss):
             return -self.delta
         return r
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"delta": self.delta}
 
 
@@ -299,7 +299,7 @@ cdef class EpsilonInsensitive(CyScalarLoss):
         return (Y.copy(), _filled(Y, 1.0), _filled(Y, -1.0), _filled(Y, 1.0),
                 _filled(Y, self.epsilon))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"epsilon": self.epsilon}
 
 
@@ -365,5 +365,5 @@ cdef class Quantile(CyScalarLoss):
         return (Y.copy(), _filled(Y, 1.0), _filled(Y, self.quantile - 1.0),
                 _filled(Y, self.quantile), _filled(Y, 0.0))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"quantile": self.quantile}

@@ -138,5 +138,5 @@ cdef class Novelty(CyScalarLoss):
         self.intercept_step(&b_[0], &g_[0, 0], G.shape[0], G.shape[1], step, shrink)
         return b
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"nu": self.nu}

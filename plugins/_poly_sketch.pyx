@@ -282,6 +282,6 @@ cdef class PolySketch(CyFeatureMap):
         Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
         return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma,
                 "degree": self.degree, "coef0": self.coef0}

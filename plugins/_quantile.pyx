@@ -146,5 +146,5 @@ cdef class MultiQuantile(CyLoss):
         tau = np.broadcast_to(np.asarray(self.taus)[:Y.shape[1]], Y.shape)
         return (Y.copy(), np.ones_like(Y), tau - 1.0, np.array(tau), np.zeros_like(Y))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"quantiles": self.quantiles}

@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from onlinekernel import (DSGClassifier, DSGGaussianProcessRegressor, DSGOneClassSVM,
                           DSGQuantileRegressor, DSGRegressor, FixedFeatureClassifier,
                           FixedFeatureRegressor, Loss,
-                          ShrinkingGradientRegressor)
+                          ShrinkingGradientRegressor, get_feature_map, get_loss)
 
 # Small models for the tests of our own: 16 features per block, a budget of
 # 4 blocks, 8 rows per step; the step schedule is pinned so that tuning the
@@ -101,7 +101,13 @@ def test_quantile_weights_are_repeated_rows():
                           DSGRegressor(dtype="float32"), DSGOneClassSVM(),
                           DSGQuantileRegressor(), DSGGaussianProcessRegressor(),
                           ShrinkingGradientRegressor(), FixedFeatureRegressor(),
-                          FixedFeatureClassifier()],
+                          FixedFeatureClassifier(),
+                          # loss and feature-map objects as parameters (a tight tol:
+                          # Newton-CG stops at tol, and the weighted and repeated optima
+                          # must agree to 1e-7)
+                          DSGRegressor(loss=get_loss("huber", delta=1.5), tol=1e-10),
+                          DSGClassifier(loss=get_loss("logistic"), tol=1e-10,
+                                        kernel=get_feature_map("laplacian", gamma=0.5))],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check, monkeypatch):
     if getattr(check, "func", check).__name__ == "check_array_api_input":
@@ -337,7 +343,9 @@ def test_no_predict_proba_for_margin_losses(loss):
     model = DSGClassifier(**SMALL, loss=loss, random_state=0).fit(X, y)
     assert not hasattr(model, "predict_proba")
     assert not hasattr(model, "predict_log_proba")
-    with pytest.raises(AttributeError, match="predict_proba"):
+    # the error says why and what to choose instead
+    with pytest.raises(AttributeError, match=rf"with the '{loss}' loss has no predict_proba: "
+                                             r"its scores are margins.*loss='logistic'"):
         model.predict_proba(X)
 
 

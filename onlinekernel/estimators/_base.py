@@ -281,6 +281,7 @@ class BaseDSG(BaseEstimator):
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
             raise ValueError(f"kernel_params must be a dict or None, got "
                              f"{type(self.kernel_params).__name__}")
+        self._loss_params()
         _check_bool("fit_intercept", self.fit_intercept)
         _check_bool("shuffle", self.shuffle)
         _check_bool("warm_start", self.warm_start)
@@ -377,9 +378,23 @@ class BaseDSG(BaseEstimator):
             norm2 = float(state["_scale"]) ** 2 * float(np.einsum("ij,ij->", c, c))
         return Reuse(self.reuse, G, U, ridge, radius, state["seed_"], norm2)
 
+    def _loss_params(self):
+        """``loss_params`` as a dict ({} for the estimators without one)."""
+        params = getattr(self, "loss_params", None)
+        if params is None:
+            return {}
+        if not isinstance(params, dict):
+            raise ValueError(f"loss_params must be a dict or None, got {type(params).__name__}")
+        if not isinstance(self.loss, str) and params:
+            raise ValueError(f"loss_params applies to a loss given by name; the loss object "
+                             f"{self.loss!r} carries its own parameters (set them with "
+                             f"set_params(loss__name=value))")
+        return params
+
     def _check_names(self):
         if isinstance(self.loss, str):
-            registry.get_loss(self.loss)  # raises, listing the registered losses
+            # raises, listing the registered losses or the loss's parameters
+            registry.get_loss(self.loss, **self._loss_params())
         elif not isinstance(self.loss, (CyLoss, Loss)):
             raise TypeError(f"loss must be a registered name, a compiled CyLoss or an "
                             f"onlinekernel.Loss instance, got {type(self.loss).__name__}")
@@ -392,7 +407,7 @@ class BaseDSG(BaseEstimator):
 
     def _resolve_base_loss(self):
         if isinstance(self.loss, str):
-            loss = registry.get_loss(self.loss)
+            loss = registry.get_loss(self.loss, **self._loss_params())
             if not isinstance(loss, (CyLoss, Loss)):
                 # e.g. an operator objective (matrix-valued coefficients, such
                 # as gp_variance): registered with the losses, trained elsewhere

@@ -1,17 +1,44 @@
 """DSGClassifier: kernel classification by doubly stochastic gradients."""
+import functools
+from types import MethodType
+
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from onlinekernel.estimators._base import BaseDSG, transactional
 
 
-def _has_proba(self):
-    if hasattr(self, "loss_"):
-        return self.loss_.link in ("logistic", "softmax")
-    return self._resolve_base_loss().link in ("logistic", "softmax")
+_PROBABILITY_LINKS = ("logistic", "softmax")
+
+
+class _with_probabilities:
+    """A method only for losses with a probability link (``hasattr`` is False otherwise).
+
+    Like scikit-learn's ``available_if``, but the AttributeError says why
+    and which loss to choose instead.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        try:
+            loss = obj.loss_ if hasattr(obj, "loss_") else obj._resolve_base_loss()
+        except Exception as exc:  # a bad loss parameter: fit says what is wrong
+            raise AttributeError(f"{self.fn.__name__} depends on the loss, and loss="
+                                 f"{obj.loss!r} is not usable: {exc}") from exc
+        if getattr(loss, "link", None) not in _PROBABILITY_LINKS:
+            raise AttributeError(
+                f"{type(obj).__name__} with the {getattr(loss, 'name', None) or loss!r} loss "
+                f"has no {self.fn.__name__}: its scores are margins, not probabilities. "
+                f"Use loss='logistic' (multinomial for more classes), or calibrate the "
+                f"scores with sklearn.calibration.CalibratedClassifierCV")
+        return MethodType(self.fn, obj)
 
 
 class DSGClassifier(ClassifierMixin, BaseDSG):
@@ -53,6 +80,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Constant term, for maps that take one (``poly_sketch``).
     kernel_params : dict, default=None
         Further parameters of the feature map.
+    loss_params : dict, default=None
+        Parameters of the loss named by ``loss`` (``{"delta": 2.0}`` for
+        ``"huber"``); a loss object carries its own, which a grid search
+        sets by nested names (``loss__delta``).
     alpha : float, default=1e-6
         Regularisation strength :math:`\nu` of the RKHS norm: ``fit``
         minimises the mean loss plus ``alpha / 2`` times the squared norm
@@ -308,8 +339,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     _y_numeric = False
 
     def __init__(self, loss="logistic", kernel="gaussian", *, gamma="scale", degree=3,
-                 coef0=0.0, kernel_params=None, alpha=1e-6, fit_intercept=True, batch_size=32,
-                 block_size=256, max_blocks=16, learning_rate="inverse", eta0=64.0, t0=100.0,
+                 coef0=0.0, kernel_params=None, loss_params=None, alpha=1e-6, fit_intercept=True,
+                 batch_size=32, block_size=256, max_blocks=16, learning_rate="inverse", eta0=64.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",
@@ -437,7 +468,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    @available_if(_has_proba)
+    @_with_probabilities
     def predict_proba(self, X):
         """Class probabilities (losses with a logistic or softmax link)."""
         check_is_fitted(self, "_coef")
@@ -451,7 +482,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             return np.hstack([1.0 - p, p])
         return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
 
-    @available_if(_has_proba)
+    @_with_probabilities
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):

@@ -39,7 +39,7 @@ cdef class PseudoHuber(CyScalarLoss):
         cdef double q = r / self.delta
         return r / sqrt(1.0 + q * q)
 
-    def get_params(self):
+    def get_params(self, deep=True):
         # what pickling, model files and listings record
         return {"delta": self.delta}
 
@@ -97,5 +97,5 @@ cdef class ExponentialFeatures(CyFeatureMap):
         d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X.dot(Y.T)
         return np.exp(-self.gamma * np.sqrt(np.maximum(d2, 0.0)))
 
-    def get_params(self):
+    def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma}

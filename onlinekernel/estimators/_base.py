@@ -100,8 +100,21 @@ def model_outputs(state, X, n_jobs=None, intercept=True):
     if not intercept:
         b = np.zeros_like(b)
     X = np.ascontiguousarray(X, dtype=coef.dtype)
-    return predict_raw(state["_blocks"], X, coef, state["n_blocks_"], scale, b,
-                       check_n_jobs(n_jobs))
+    out = predict_raw(state["_blocks"], X, coef, state["n_blocks_"], scale, b,
+                      check_n_jobs(n_jobs))
+    bad = ~np.isfinite(out).all(axis=1)
+    if bad.any():
+        # finite inputs whose features overflow (1e200 in an arc-cosine map, say)
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"row {i} of X gives a non-finite output (its largest |value| is "
+                         f"{float(np.max(np.abs(X[i]))) if X.shape[1] else 0.0:.3g}): the "
+                         f"{_map_name(state['feature_map_'])} features overflow on it; "
+                         f"bring the inputs to the scale the model was trained on")
+    return out
+
+
+def _map_name(fmap):
+    return getattr(fmap, "name", None) or type(fmap).__name__
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -460,6 +473,10 @@ class BaseDSG(BaseEstimator):
                     w = np.repeat(sample_weight, d)
                     mean = np.average(X.ravel(), weights=w)
                     var = float(np.average((X.ravel() - mean) ** 2, weights=w))
+                if not np.isfinite(var):
+                    raise ValueError(f"gamma='scale' needs the variance of X, which overflows "
+                                     f"(|X| up to {float(np.max(np.abs(X))):.3g}): standardise "
+                                     f"the inputs or give gamma as a number")
                 gamma = 1.0 / (d * var) if var > 0 else 1.0
             else:
                 gamma = float(self.gamma)
@@ -645,7 +662,21 @@ class BaseDSG(BaseEstimator):
         return np.argsort(keys, kind="stable").astype(np.int64)
 
     def _commit(self, state):
+        """Publish the new state; refuse it if training left non-finite numbers in it."""
+        for key, value in state.items():
+            if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
+                    and not np.isfinite(value).all()):
+                self._refuse_non_finite(key, state)
+        if not np.isfinite(state.get("_scale", 1.0)):
+            self._refuse_non_finite("_scale", state)
         self.__dict__.update(state)  # one step: readers see all of it or none
+
+    @staticmethod
+    def _refuse_non_finite(key, state):
+        raise FloatingPointError(
+            f"training left non-finite values in {key} (an input row or a target too large "
+            f"for the {_map_name(state.get('feature_map_'))} features, or steps that "
+            f"diverge: lower eta0); the model is unchanged")
 
     # ------------------------------------------------------------------ #
     # public API

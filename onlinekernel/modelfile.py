@@ -195,7 +195,6 @@ import json
 import math
 import numbers
 import os
-import secrets
 import struct
 
 import numpy as np
@@ -204,6 +203,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from onlinekernel import registry
 from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
+from onlinekernel._files import replacing
 from onlinekernel._loss import PyLossAdapter, as_cy_loss
 from onlinekernel._solver import BlockSource
 from onlinekernel._version import __version__
@@ -692,7 +692,8 @@ def save(model, path):
 
     The file is written under a temporary name in the same directory, flushed
     to disk and then renamed over ``path``: ``path`` holds either its old
-    content or the complete new model, never a part of one.
+    content or the complete new model, never a part of one.  A symbolic link
+    is followed; a device or a pipe is written into, never replaced.
 
     Parameters
     ----------
@@ -709,44 +710,12 @@ def save(model, path):
         If the model cannot be stored (see :func:`dumps`).
     FileNotFoundError
         If the directory of ``path`` does not exist.
+    IsADirectoryError
+        If ``path`` is a directory.
     """
     data = dumps(model)
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, f"cannot save the model: the directory "
-                                f"{directory!r} does not exist", path)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _sync_directory(directory)
-
-
-def _sync_directory(directory):
-    # makes the rename itself durable where directories can be synced (POSIX)
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with replacing(path) as f:
+        f.write(data)
 
 
 # ---------------------------------------------------------------------- #

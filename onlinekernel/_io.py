@@ -12,7 +12,8 @@ than memory can be read:
 * **npz** members are read row block by row block straight from the zip
   stream (stored or deflated), never loaded whole -- except arrays saved in
   Fortran order, whose rows are not contiguous.  Arrays ``X``/``y`` or
-  else ``X_train``/``y_train``; other names with ``keys``.  Nothing is
+  else ``X_train``/``y_train`` (``X_test``/``y_test`` for scoring and
+  prediction: ``split="test"``); other names with ``keys``.  Nothing is
   unpickled.
 * **svmlight / LIBSVM** lines (``label index:value ...``, ``#`` comments,
   ``qid:`` ignored) are parsed into dense rows of ``n_features`` columns.
@@ -224,7 +225,8 @@ class CsvSource:
     path : str
     labels : {"required", "optional"}
         ``"optional"`` (prediction): the file has a target column only if it
-        has ``n_features + 1`` columns.
+        has ``n_features + 1`` columns and ``target`` names it (an extra
+        column is never taken for the target by guess).
     n_features : int, optional
         The number of feature columns expected (a model's).
     target : str or int, optional
@@ -260,6 +262,11 @@ class CsvSource:
         elif n_features is not None and ncols == n_features:
             has_target = False
         elif n_features is not None and ncols == n_features + 1:
+            if target is None:
+                # one column too many: a target, or a stray column? never guess
+                raise InputError(f"{path} line {first_line}: {ncols} columns, one more than "
+                                 f"the model's {n_features} features; if one is the target, "
+                                 f"name it with --target (its name or index) to leave it out")
             has_target = True
         elif n_features is not None:
             raise InputError(f"{path} line {first_line}: {ncols} columns, but the model takes "
@@ -597,12 +604,18 @@ class NpzSource:
         The number of features expected.
     keys : str, optional
         ``"XNAME,YNAME"`` (or ``"XNAME"`` without targets).
+    split : {"train", "test"}, default="train"
+        Without ``keys``: the arrays ``X``/``y``, else ``X_<split>`` /
+        ``y_<split>``.  Scoring and prediction read ``"test"``, and refuse a
+        file that has only a training split rather than score on it.
     """
     format = "npz"
     columns = None
 
-    def __init__(self, path, *, labels="required", n_features=None, keys=None):
+    def __init__(self, path, *, labels="required", n_features=None, keys=None, split="train"):
         _check_file(path)
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         self.path = path
         try:
             with zipfile.ZipFile(path) as zf:
@@ -619,14 +632,20 @@ class NpzSource:
                                              f"{', '.join(names) or '(none)'}")
                 elif "X" in names:
                     xkey, ykey = "X", ("y" if "y" in names else None)
-                elif "X_train" in names:
-                    xkey, ykey = "X_train", ("y_train" if "y_train" in names else None)
+                elif f"X_{split}" in names:
+                    xkey = f"X_{split}"
+                    ykey = f"y_{split}" if f"y_{split}" in names else None
+                elif split == "test" and "X_train" in names:
+                    # scoring the training rows by default would flatter the model
+                    raise InputError(f"{path}: no array 'X' or 'X_test', only the training "
+                                     f"split 'X_train'; to use it anyway, name it with "
+                                     f"--npz-keys X_train,y_train")
                 else:
-                    raise InputError(f"{path}: no array 'X' or 'X_train' (the arrays are "
+                    raise InputError(f"{path}: no array 'X' or 'X_{split}' (the arrays are "
                                      f"{', '.join(names) or '(none)'}); name them with --npz-keys")
                 if labels == "required" and ykey is None:
                     raise InputError(f"{path}: no target array beside {xkey!r} (expected "
-                                     f"{'y' if xkey == 'X' else 'y_train'}); name it with "
+                                     f"{'y' if xkey == 'X' else 'y_' + split}); name it with "
                                      f"--npz-keys X,y")
                 X = _NpyStream(zf, xkey + ".npy", path)
                 X.close()
@@ -681,12 +700,13 @@ class NpzSource:
 # entry point, labels, holdout
 # ---------------------------------------------------------------------- #
 def open_source(path, fmt="auto", *, labels="required", n_features=None, target=None,
-                header="auto", delimiter=None, zero_based=False, keys=None):
+                header="auto", delimiter=None, zero_based=False, keys=None, split="train"):
     """Open ``path`` for reading in chunks; ``fmt="auto"`` detects the format.
 
     Options that do not apply to the format are rejected (``target``,
     ``header`` and ``delimiter`` are CSV options, ``zero_based`` an svmlight
-    one, ``keys`` an npz one) rather than silently ignored.
+    one, ``keys`` an npz one) rather than silently ignored.  ``split`` picks
+    an npz file's ``X_train`` or ``X_test`` (see :class:`NpzSource`).
     """
     _check_file(path)
     if fmt in (None, "auto"):
@@ -705,7 +725,7 @@ def open_source(path, fmt="auto", *, labels="required", n_features=None, target=
                          header=header, delimiter=delimiter)
     if fmt == "svmlight":
         return SvmlightSource(path, labels=labels, n_features=n_features, zero_based=zero_based)
-    return NpzSource(path, labels=labels, n_features=n_features, keys=keys)
+    return NpzSource(path, labels=labels, n_features=n_features, keys=keys, split=split)
 
 
 def label_kind(values):

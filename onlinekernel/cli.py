@@ -19,8 +19,11 @@ by content; ``--format`` overrides.  Files are read in chunks of
 ``--chunk-size`` rows (default 10000), so they may be larger than memory.
 A CSV header row is optional: the first row is a header when one of its
 feature fields is not a number (``--header yes/no`` overrides); the target is
-``--target`` (a column name or index) or else the last column.  An npz file
-gives arrays ``X``/``y`` or ``X_train``/``y_train`` (``--npz-keys`` names
+``--target`` (a column name or index) or else the last column; ``predict``
+leaves out a target column only when ``--target`` names it (a CSV with one
+column more than the model's features is refused otherwise).  An npz file
+gives arrays ``X``/``y`` or else ``X_train``/``y_train`` to ``train`` and
+``X_test``/``y_test`` to ``predict`` and ``evaluate`` (``--npz-keys`` names
 others).  svmlight indices are 1-based unless ``--zero-based``; the number of
 features is ``--n-features`` or else the largest index in the file.  See
 :mod:`onlinekernel._io`.
@@ -105,6 +108,7 @@ import warnings
 
 import numpy as np
 
+from onlinekernel._files import check_writable, replacing
 from onlinekernel._io import (
     InputError, convert_labels, detect_format, holdout_mask, kind_of_classes, label_kind,
     open_source)
@@ -407,17 +411,18 @@ def _add_input_options(p, train=False):
     g.add_argument("--zero-based", action="store_true",
                    help="svmlight feature indices start at 0 (LIBSVM's start at 1)")
     g.add_argument("--npz-keys", metavar="X,Y",
-                   help="npz array names (default X,y or X_train,y_train)")
+                   help="npz array names (default X,y, else X_train,y_train for train and "
+                        "X_test,y_test for predict and evaluate)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--progress-every", type=_positive_int, default=10, metavar="CHUNKS",
                    help="when stderr is not a terminal, a progress line every CHUNKS chunks "
                         "(default 10)")
 
 
-def _open(args, path, labels, n_features=None):
+def _open(args, path, labels, n_features=None, split="train"):
     return open_source(path, args.format, labels=labels, n_features=n_features,
                        target=args.target, header=args.header, delimiter=args.delimiter,
-                       zero_based=args.zero_based, keys=args.npz_keys)
+                       zero_based=args.zero_based, keys=args.npz_keys, split=split)
 
 
 def _progress(args, err):
@@ -476,7 +481,7 @@ def _build_model(args):
 
 
 def _scan(source, args, progress, need_classes, need_stats):
-    """One pass for what must be known before training: classes, width, moments."""
+    """One pass for what must be known before training: classes, width, moments, rows."""
     width = source.n_features
     labels = set()
     moments = _Moments() if need_stats else None
@@ -511,7 +516,7 @@ def _scan(source, args, progress, need_classes, need_stats):
         if moments.n == 0:
             raise InputError(f"{source.path}: no training rows to standardize with")
         scaling = moments.scaling(source.n_features)
-    return classes, scaling
+    return classes, scaling, rows
 
 
 class _Moments:
@@ -564,6 +569,15 @@ def _classes_from_option(text, source):
 
 
 def _train(args, out, err):
+    default_output = not args.output
+    if default_output:
+        # a trained model is never thrown away: INPUT's name with .okm, here,
+        # but never over an existing file
+        args.output = _default_model_path(args.input)
+        if os.path.lexists(args.output):
+            raise UsageError(f"no -o given, and the default model file {args.output} exists; "
+                             f"choose where to write the model with -o")
+    check_writable(args.output)  # before the training it would otherwise lose
     model, task = _build_model(args)
     progress = _progress(args, err)
     fmt = detect_format(args.input) if args.format == "auto" else args.format
@@ -580,7 +594,7 @@ def _train(args, out, err):
     need_classes = task == "classify" and classes is None
     scaling = None
     if need_classes or args.standardize or source.n_features is None:
-        raw, scaling = _scan(source, args, progress, need_classes, args.standardize)
+        raw, scaling, rows = _scan(source, args, progress, need_classes, args.standardize)
         if need_classes:
             # text labels that are all integers become integers, and so on
             kind = label_kind(raw)
@@ -588,6 +602,8 @@ def _train(args, out, err):
     if task == "classify" and classes.shape[0] < 2:
         raise InputError(f"{args.input}: a single class {classes.tolist()}; a classifier "
                          f"needs at least two")
+    if task == "classify" and need_classes:
+        _refuse_continuous_target(args, rows, kind, classes)
 
     fit_kwargs = {"classes": classes} if task == "classify" else {}
     what = "label" if task == "classify" else "target"
@@ -672,6 +688,8 @@ def _train(args, out, err):
             print(f"holdout {score.describe()}", file=out)
     if args.output:
         model.save(args.output)
+        if default_output:
+            print(f"no -o given: writing the model to {args.output}", file=out)
         sidecar = args.output + SCALING_SUFFIX
         if scaling is not None:
             _save_scaling(sidecar, args.output, *scaling)
@@ -681,6 +699,40 @@ def _train(args, out, err):
         print(f"model written to {args.output} ({os.path.getsize(args.output):,d} bytes)"
               f"{extra}", file=out)
     return 0
+
+
+# An inferred classification with more distinct numeric labels than this
+# many, and than this share of the rows, is refused as a regression target
+# (cadata's prices: 3,675 values in 20,640 rows; MNIST: 10 in 60,000).
+_MAX_INFERRED_CLASSES = 100
+_MAX_CLASS_SHARE = 0.05
+
+
+def _refuse_continuous_target(args, rows, kind, classes):
+    """Refuse labels that are a continuous target rather than classes (non-zero exit)."""
+    numeric = kind in ("int", "float") or (kind == "native" and classes.dtype.kind in "iuf")
+    if not numeric:
+        return
+    values = classes.astype(np.float64)
+    if np.any(values != np.round(values)):
+        raise UsageError(f"{args.input}: the target holds non-integer numbers (e.g. "
+                         f"{values[values != np.round(values)][0]:g}): a continuous target, "
+                         f"not class labels; train a regressor with --task regress")
+    if (args.task is None and classes.shape[0] > _MAX_INFERRED_CLASSES
+            and classes.shape[0] > _MAX_CLASS_SHARE * rows):
+        raise UsageError(f"{args.input}: the target has {classes.shape[0]:,d} distinct integer "
+                         f"values in {rows:,d} rows, which looks like a continuous target "
+                         f"(a price, a count), not class labels; pass --task regress, or "
+                         f"--task classify to train a classifier with one class per value")
+
+
+def _default_model_path(path):
+    """``INPUT``'s file name without its data suffixes, with ``.okm``, in the working directory."""
+    name = os.path.basename(path)
+    for suffix in (".gz", ".csv", ".tsv", ".npz", ".svm", ".svmlight", ".libsvm", ".txt"):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[:-len(suffix)]
+    return name + ".okm"
 
 
 def _stride(fraction):
@@ -755,16 +807,8 @@ def _output(path, out):
     if path is None or path == "-":
         yield out
         return
-    directory, name = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            yield fh
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replacing(path, text=True) as fh:
+        yield fh
 
 
 def _predict(args, out, err):
@@ -778,7 +822,7 @@ def _predict(args, out, err):
     if scaling is not None:
         progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
                       f"{SCALING_SUFFIX}")
-    source = _open(args, args.input, "optional", n_features=model.n_features_in_)
+    source = _open(args, args.input, "optional", n_features=model.n_features_in_, split="test")
     if source.n_features != model.n_features_in_:
         raise InputError(f"{args.input}: {source.n_features} features, but the model takes "
                          f"{model.n_features_in_}")
@@ -813,7 +857,7 @@ def _evaluate(args, out, err):
     if scaling is not None:
         progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
                       f"{SCALING_SUFFIX}")
-    source = _open(args, args.input, "required", n_features=model.n_features_in_)
+    source = _open(args, args.input, "required", n_features=model.n_features_in_, split="test")
     kind = kind_of_classes(model.classes_) if task == "classify" else "float"
     what = "label" if task == "classify" else "target"
     score = _Score(task)
@@ -943,7 +987,9 @@ def _parser():
                     "(unless --n-features) and the scaling of --standardize.")
     train.add_argument("input", metavar="INPUT", help="training data (CSV, npz, svmlight)")
     train.add_argument("-o", "--output", metavar="MODEL",
-                       help="write the model file here (load with onlinekernel.load)")
+                       help="write the model file here (load with onlinekernel.load; default: "
+                            "INPUT's name with .okm in the working directory, never over an "
+                            "existing file)")
     _add_input_options(train, train=True)
     m = train.add_argument_group(
         "model", "Options left unset keep the defaults of DSGClassifier (classification) or "
@@ -991,7 +1037,7 @@ def _parser():
     predict = sub.add_parser("predict", help="write the predictions of a model for a file",
                              description="Write one prediction per input row.")
     predict.add_argument("model", metavar="MODEL", help="a model file")
-    predict.add_argument("input", metavar="INPUT", help="data (a target column is ignored)")
+    predict.add_argument("input", metavar="INPUT", help="data (a CSV target column only with --target naming it)")
     predict.add_argument("-o", "--output", metavar="OUT", help="output file (default stdout)")
     predict.add_argument("--proba", action="store_true",
                          help="class probabilities as CSV, one column per class")

@@ -25,6 +25,12 @@ from onlinekernel.cli import Progress, main
 SMALL = ["--block-size", "32", "--max-blocks", "4", "--batch-size", "16"]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    # train without -o writes INPUT.okm into the working directory
+    monkeypatch.chdir(tmp_path)
+
+
 # ---------------------------------------------------------------------- #
 # data
 # ---------------------------------------------------------------------- #
@@ -100,7 +106,7 @@ def test_train_csv_binary_holdout_predict_evaluate(tmp_path, capsys):
     model = onlinekernel.load(model_path)
     assert isinstance(model, DSGClassifier) and model.classes_.tolist() == [0, 1]
     code, out, err = _run(["predict", model_path, data, "--chunk-size", 100,
-                           "-o", tmp_path / "pred.txt"], capsys)
+                           "--target", "target", "-o", tmp_path / "pred.txt"], capsys)
     assert code == 0, err
     pred = np.loadtxt(tmp_path / "pred.txt", dtype=int)
     np.testing.assert_array_equal(pred, model.predict(X))
@@ -141,10 +147,12 @@ def test_train_npz_multiclass_string_labels(tmp_path, capsys):
     assert model.classes_.tolist() == ["high", "low", "mid"]
     assert model.loss_.name == "multinomial"
 
-    code, out, err = _run(["evaluate", model_path, data, "--npz-keys", "X_test,y_test", "--json"],
-                          capsys)
-    assert code == 0, err
-    assert json.loads(out)["accuracy"] == pytest.approx(model.score(X[:200], y[:200]), abs=1e-12)
+    # evaluate and predict read the test split by default, never the training rows
+    for keys in ([], ["--npz-keys", "X_test,y_test"]):
+        code, out, err = _run(["evaluate", model_path, data, *keys, "--json"], capsys)
+        assert code == 0, err
+        assert json.loads(out) == {"rows": 200, "accuracy": pytest.approx(
+            model.score(X[:200], y[:200]), abs=1e-12)}
 
     code, out, err = _run(["predict", model_path, data, "--proba", "--chunk-size", 128,
                            "-o", tmp_path / "p.csv"], capsys)
@@ -152,7 +160,16 @@ def test_train_npz_multiclass_string_labels(tmp_path, capsys):
     lines = (tmp_path / "p.csv").read_text().splitlines()
     assert lines[0] == "high,low,mid"
     proba = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
-    np.testing.assert_array_equal(proba, model.predict_proba(X))
+    np.testing.assert_array_equal(proba, model.predict_proba(X[:200]))
+
+    # a file with only a training split is scored only when asked for by name
+    only_train = tmp_path / "train_only.npz"
+    np.savez(only_train, X_train=X, y_train=y)
+    code, out, err = _run(["evaluate", model_path, only_train], capsys)
+    assert code != 0 and "only the training split 'X_train'" in err and "--npz-keys" in err
+    code, out, err = _run(["evaluate", model_path, only_train, "--npz-keys", "X_train,y_train",
+                           "--json"], capsys)
+    assert code == 0 and json.loads(out)["rows"] == len(y)
 
 
 def test_train_svmlight_regression(tmp_path, capsys):
@@ -181,7 +198,8 @@ def test_train_svmlight_regression(tmp_path, capsys):
 def test_holdout_scored_from_memory_or_by_another_pass_alike(tmp_path, capsys, monkeypatch):
     X, y = _wave(n=400)
     data = _write_csv(tmp_path / "w.csv", X, y)
-    argv = ["train", data, "--task", "regress", "--holdout", 0.3, "--chunk-size", 64] + SMALL
+    argv = ["train", data, "--task", "regress", "--holdout", 0.3, "--chunk-size", 64,
+            "-o", tmp_path / "m.okm"] + SMALL
     code, kept, err = _run(argv, capsys)
     assert code == 0 and "holdout  100%" not in err
     monkeypatch.setattr("onlinekernel.cli._HOLDOUT_BYTES", 0)
@@ -316,7 +334,7 @@ def test_standardize_writes_and_applies_the_scaling(tmp_path, capsys):
     np.testing.assert_allclose(scale, Xs[train_rows].std(axis=0), rtol=1e-12)
 
     model = onlinekernel.load(model_path)
-    code, out, err = _run(["predict", model_path, data], capsys)
+    code, out, err = _run(["predict", model_path, data, "--target", "-1"], capsys)
     assert code == 0 and "applying the feature scaling" in err
     np.testing.assert_array_equal(np.array(out.split(), dtype=int),
                                   model.predict((Xs - mean) / scale))
@@ -362,10 +380,11 @@ def test_progress_on_stderr_and_quiet(tmp_path, capsys):
     assert re.search(r"epoch 1/1  100% \| 400 rows \| [0-9,]+ rows/s \| progressive accuracy "
                      r"0\.\d{4}$", epoch[-1])
     assert "progressive accuracy" in out
-    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet"] + SMALL, capsys)
-    assert code == 0 and err == "" and "progressive accuracy" in out
-    code, out, err = _run(["train", data, "--chunk-size", 50, "--progressive", 0] + SMALL,
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet", "-o", "q.okm"] + SMALL,
                           capsys)
+    assert code == 0 and err == "" and "progressive accuracy" in out
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--progressive", 0,
+                           "-o", "p.okm"] + SMALL, capsys)
     assert code == 0 and "progressive" not in out and "progressive" not in err
 
 
@@ -526,7 +545,7 @@ def test_failed_predict_leaves_no_output_file(tmp_path, capsys):
     lines[250] = "1.0,oops,1"
     (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
     code, _, err = _run(["predict", tmp_path / "m.okm", tmp_path / "bad.csv", "--chunk-size", 100,
-                         "-o", tmp_path / "pred.txt"], capsys)
+                         "--target", "target", "-o", tmp_path / "pred.txt"], capsys)
     assert code == 2 and "bad.csv line 251: column 'x1' is 'oops'" in err
     assert sorted(os.listdir(tmp_path)) == ["bad.csv", "m.okm", "r.csv"]
 
@@ -545,3 +564,69 @@ def test_subprocess_exit_status_and_stderr(tmp_path):
                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr == f"onlinekernel: error: {tmp_path / 'no.csv'}: no such file\n"
+
+
+# ---------------------------------------------------------------------- #
+# a continuous target is not class labels
+# ---------------------------------------------------------------------- #
+def _prices(tmp_path, decimals=0):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = np.round(100000 + 30000 * X[:, 0] + 5000 * rng.normal(size=500), decimals)
+    return _write_csv(tmp_path / "prices.csv", X, y if decimals else y.astype(int)), y
+
+
+def test_integer_prices_are_refused_as_classes_unless_asked_for(tmp_path, capsys):
+    data, y = _prices(tmp_path)
+    model_path = tmp_path / "m.okm"
+    code, out, err = _run(["train", data, "-q", "-o", model_path], capsys)
+    assert code != 0 and not model_path.exists()
+    n = len(np.unique(y))
+    assert (f"the target has {n:,d} distinct integer values in 500 rows, which looks like a "
+            f"continuous target") in err and "--task regress" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = _run(["train", data, "-q", "--task", "regress", "-o", model_path], capsys)
+    assert code == 0, err
+    assert isinstance(onlinekernel.load(model_path), DSGRegressor)
+    # asked for explicitly, one class per value is what the user gets
+    code, out, err = _run(["train", data, "-q", "--task", "classify", *SMALL,
+                           "-o", model_path], capsys)
+    assert code == 0, err
+    assert onlinekernel.load(model_path).classes_.shape == (n,)
+
+
+def test_predict_never_takes_an_extra_column_for_the_target_by_guess(tmp_path, capsys):
+    X, y = _ring(n=200)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    model = DSGClassifier(random_state=0, block_size=8, max_blocks=2).fit(X, y)
+    model.save(tmp_path / "m.okm")
+    code, out, err = _run(["predict", tmp_path / "m.okm", data, "-q"], capsys)
+    assert code != 0 and out == ""
+    assert "3 columns, one more than the model's 2 features" in err and "--target" in err
+    for target in ("target", "2", "-1"):
+        code, out, err = _run(["predict", tmp_path / "m.okm", data, "-q", "--target", target],
+                              capsys)
+        assert code == 0, err
+        np.testing.assert_array_equal(np.array(out.split(), dtype=int), model.predict(X))
+
+
+def test_non_integer_targets_are_never_classes(tmp_path, capsys):
+    data, _ = _prices(tmp_path, decimals=2)
+    for task in ([], ["--task", "classify"]):
+        code, out, err = _run(["train", data, "-q", *task, "-o", tmp_path / "m.okm"], capsys)
+        assert code != 0
+        assert "non-integer numbers" in err and "--task regress" in err
+    assert not (tmp_path / "m.okm").exists()
+
+
+def test_train_without_output_writes_a_default_file_and_never_over_one(tmp_path, capsys):
+    X, y = _ring(n=200)
+    data = _write_csv(tmp_path / "ring.csv", X, y)
+    code, out, err = _run(["train", data, "-q"] + SMALL, capsys)
+    assert code == 0, err
+    assert "no -o given: writing the model to ring.okm" in out
+    first = (tmp_path / "ring.okm").read_bytes()
+    assert isinstance(onlinekernel.load(tmp_path / "ring.okm"), DSGClassifier)
+    code, out, err = _run(["train", data, "-q"] + SMALL, capsys)
+    assert code != 0 and "the default model file ring.okm exists" in err and out == ""
+    assert (tmp_path / "ring.okm").read_bytes() == first

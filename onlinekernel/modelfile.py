@@ -928,7 +928,7 @@ def _build(header, payload, source):
         new["_blocks"] = BlockSource(fmap, seed, cache_bytes, dtype=dt)
     except (ValueError, OverflowError, MemoryError) as exc:
         raise ModelFileError(f"invalid model: {exc}") from None
-    new["_built_from"] = (model.loss, model.kernel)
+    new["_built_from"] = model._build_params()
     model.__dict__.update(new)
     return model
 

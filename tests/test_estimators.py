@@ -583,12 +583,13 @@ def test_failure_in_the_middle_of_training_leaves_the_model_unchanged(Est, data)
         model.partial_fit(X, y)
     _assert_unchanged(before, model, X)
     model.loss_.fuse[0] = 10 ** 6
-    model.set_params(warm_start=True, loss=_DivergingLoss([3]))  # warm fit keeps loss_
+    model.set_params(warm_start=True)  # a warm fit trains the fitted loss_
     model.loss_.fuse[0] = 8  # fails in the second epoch
     with pytest.raises(FloatingPointError, match="gradient returned non-finite values"):
         model.fit(X, y)
     _assert_unchanged(before, model, X)
-    model.set_params(warm_start=False)  # a fresh fit uses a copy of the new loss
+    # a fresh fit uses a copy of the new loss
+    model.set_params(warm_start=False, loss=_DivergingLoss([3]))
     with pytest.raises(FloatingPointError, match="gradient returned non-finite values"):
         model.fit(X, y)
     _assert_unchanged(before, model, X)

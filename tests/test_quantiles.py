@@ -219,7 +219,8 @@ def test_bad_input_leaves_the_model_unchanged(method, case):
         yb[0], match = "big", "could not convert string to float"
     else:
         model.set_params(quantiles=(0.2, 0.8), warm_start=True)
-        match = r"quantiles \(0.2, 0.8\) differ from those of the fitted model"
+        match = (r"quantiles=\(0.2, 0.8\) differs from the fitted model's "
+                 r"quantiles=\(0.1, 0.5, 0.9\)")
     with pytest.raises(ValueError, match=match):
         getattr(model, method)(Xb, yb)
     np.testing.assert_array_equal(model.coef_, before[0])

@@ -656,10 +656,9 @@ def test_faulty_python_loss_in_warm_start_fit_leaves_the_model_unchanged(fault, 
                          normalize_y=False).fit(X, y)
     before = _snapshot(model)
     pred = model.predict(X)
-    # training continues from the fitted state and fails on its 4th mini-batch
-    # (the parameter and the fitted loss both turn faulty, so this holds whichever
-    # of the two a warm start trains with)
-    model.loss.fail_at = model.loss.calls + 3
+    # training continues from the fitted state with the fitted loss, and fails
+    # on its 4th mini-batch (the parameter itself must stay as built: changing
+    # it would be refused before any training)
     model.loss_.fail_at = model.loss_.calls + 3
     with pytest.raises(error, match=message):
         model.fit(X, y)

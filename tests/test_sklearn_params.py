@@ -6,7 +6,10 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from onlinekernel import DSGClassifier, DSGRegressor, Loss, get_feature_map, get_loss
+from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
+                          DSGOneClassSVM, DSGQuantileRegressor, DSGRegressor,
+                          FixedFeatureClassifier, FixedFeatureRegressor, Loss,
+                          ShrinkingGradientRegressor, get_feature_map, get_loss)
 
 FAST = {"max_blocks": 2, "block_size": 32, "random_state": 0}
 
@@ -136,3 +139,63 @@ def test_bad_loss_params_raise_and_leave_the_model_unchanged(params, match):
     with pytest.raises(ValueError, match=match):
         reg.fit(X, y)
     np.testing.assert_array_equal(reg.predict(X), before)
+
+
+def _partial(model, X, y):
+    if isinstance(model, DSGDensityRatio):
+        return model.partial_fit(X, X + 0.5)
+    if isinstance(model, DSGOneClassSVM):
+        return model.partial_fit(X)
+    if isinstance(model, (DSGClassifier, FixedFeatureClassifier)):
+        return model.partial_fit(X, y > 0, classes=[False, True])
+    return model.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("make, change", [
+    (lambda: DSGClassifier(**FAST), {"gamma": 2.0}),
+    (lambda: DSGRegressor(**FAST), {"block_size": 64}),
+    (lambda: DSGRegressor(loss=get_loss("quantile", quantile=0.9), **FAST),
+     {"loss__quantile": 0.5}),
+    (lambda: DSGRegressor(loss="huber", **FAST), {"loss_params": {"delta": 3.0}}),
+    (lambda: DSGQuantileRegressor(max_blocks=2, block_size=32, random_state=0),
+     {"quantiles": (0.2, 0.8)}),
+    (lambda: DSGOneClassSVM(max_blocks=2, block_size=32, random_state=0), {"gamma": 0.3}),
+    (lambda: DSGDensityRatio(max_blocks=2, block_size=32, random_state=0), {"gamma": 1.0}),
+    (lambda: DSGGaussianProcessRegressor(max_blocks=2, variance_blocks=2, block_size=32,
+                                         random_state=0),
+     {"normalize_y": False}),
+    (lambda: FixedFeatureRegressor(n_components=64, random_state=0), {"kernel": "laplacian"}),
+    (lambda: ShrinkingGradientRegressor(random_state=0), {"gamma": 3.0}),
+], ids=lambda v: repr(v) if isinstance(v, dict) else "")
+def test_partial_fit_refuses_a_changed_build_parameter_and_keeps_the_model(make, change):
+    X, y = _data()
+    model = _partial(make(), X, y)
+    before = {k: np.copy(v) for k, v in vars(model).items() if isinstance(v, np.ndarray)}
+    model.set_params(**change)
+    name = next(iter(change)).split("__")[0]
+    with pytest.raises(ValueError, match=rf"{name}=.* from the fitted model's {name}=.*Call fit"):
+        _partial(model, X, y)
+    assert all(np.array_equal(v, getattr(model, k)) for k, v in before.items())
+    model.fit(*((X, X + 0.5) if isinstance(model, DSGDensityRatio) else
+                (X,) if isinstance(model, DSGOneClassSVM) else
+                (X, y > 0) if isinstance(model, DSGClassifier) else (X, y)))
+    _partial(model, X, y)  # fit built a new model with the new value
+
+
+def test_other_parameters_take_effect_on_the_next_partial_fit():
+    X, y = _data()
+    model = DSGRegressor(**FAST).partial_fit(X, y)
+    model.set_params(alpha=1e-2, eta0=0.5, max_blocks=4)
+    model.partial_fit(X, y)
+    assert model.n_blocks_ == 4
+
+
+def test_a_loaded_model_remembers_what_it_was_built_with(tmp_path):
+    X, y = _data()
+    DSGRegressor(**{**FAST, "gamma": 0.5}).fit(X, y).save(tmp_path / "m.okm")
+    from onlinekernel import load
+    model = load(tmp_path / "m.okm")
+    model.partial_fit(X, y)
+    model.set_params(gamma=0.7)
+    with pytest.raises(ValueError, match="gamma=0.7 differs from the fitted model's gamma=0.5"):
+        model.partial_fit(X, y)

@@ -60,6 +60,13 @@ _EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
 _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_step",
                    "_eig_level")
 # Fitted attributes that make up the learned state.
+# Parameters that shape the features or the targets: a model keeps those it
+# was built with, and continuing it (partial_fit, fit with warm_start) after
+# set_params changed one raises rather than ignoring the change.
+# (dtype is not one: a changed dtype converts the fitted model; nor is the
+# one-class nu, which applies from the next step.)
+_BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "degree", "coef0",
+                 "block_size", "normalize_y", "quantiles")
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
 
@@ -311,7 +318,8 @@ class BaseDSG(BaseEstimator):
         # the ones the model was built from (the registry lookup is slow
         # compared with a one-row step).
         built = getattr(self, "_built_from", None)
-        if built is None or not (_same(built[0], self.loss) and _same(built[1], self.kernel)):
+        if not isinstance(built, dict) or not all(_same(built[k], getattr(self, k))
+                                    for k in ("loss", "kernel") if k in built):
             self._check_names()
 
     def _validate_stopping(self):
@@ -508,11 +516,34 @@ class BaseDSG(BaseEstimator):
             "_intercept_avg": np.zeros(n_outputs),
             "n_averaged_": 0,
             "_blocks": BlockSource(fmap, seed, self.cache_bytes, dtype=dt),
-            "_built_from": (self.loss, self.kernel),
+            "_built_from": self._build_params(),
         }
         return state
 
+    def _build_params(self):
+        """The parameters a new model is built with (see ``_BUILD_PARAMS``), as copies."""
+        names = set(self._get_param_names())
+        return {k: copy.deepcopy(getattr(self, k)) for k in _BUILD_PARAMS if k in names}
+
+    def _check_unchanged(self):
+        """Refuse to continue the fitted model after a parameter it was built with changed."""
+        built = self.__dict__.get("_built_from")
+        if not isinstance(built, dict):  # a model pickled before it was recorded
+            return
+        changed = [k for k, v in built.items() if not _same(v, getattr(self, k))]
+        if changed:
+            self._check_names()  # an invalid new value is reported as such
+            now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
+            was = ", ".join(f"{k}={built[k]!r}" for k in changed)
+            raise ValueError(f"{now} differ{'s' if len(changed) == 1 else ''} from the fitted "
+                             f"model's {was}: partial_fit (and fit with warm_start) continues "
+                             f"the model, whose features and targets were built with them. "
+                             f"Call fit to train a new model with the new values, or set "
+                             f"them back")
+
     def _state_copy(self):
+        """The fitted state to continue from (copies of its arrays)."""
+        self._check_unchanged()
         state = {k: getattr(self, k) for k in ("loss_", "feature_map_", "gamma_", "seed_",
                                                 "n_features_in_", "_n_outputs", "_blocks")}
         for k in _OPTIONAL_STATE:

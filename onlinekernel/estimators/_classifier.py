@@ -276,7 +276,14 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     warm_start : bool, default=False
         Continue from the current model in ``fit``: its random features,
         classes and loss are kept, so ``X`` must have the same number of
-        features and ``y`` only known labels.
+        features and ``y`` only known labels.  Continuing a model
+        (``partial_fit``, or ``fit`` with ``warm_start``) after
+        ``set_params`` changed a parameter it was built with (``loss``,
+        ``loss_params``, ``kernel``, ``kernel_params``, ``gamma``,
+        ``degree``, ``coef0``, ``block_size``) raises a ValueError; the
+        others (``alpha``, the step, ``batch_size``, a larger
+        ``max_blocks``, ``dtype``, which converts the model, ...) take effect
+        on the next call.
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks; blocks beyond it are
         regenerated whenever used.

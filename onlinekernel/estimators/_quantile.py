@@ -133,13 +133,6 @@ class DSGQuantileRegressor(BaseDSG):
         # every output's target is y: the levels differ, not the data
         return loss, np.ascontiguousarray(np.repeat(y[:, None], Q, axis=1)), Q
 
-    def _check_same_levels(self):
-        """A fitted model has one output per level: its levels cannot change."""
-        if hasattr(self, "loss_") and self.loss.quantiles != self.loss_.quantiles:
-            raise ValueError(f"quantiles {self.loss.quantiles!r} differ from those of the "
-                             f"fitted model {self.loss_.quantiles!r}; fit a new model "
-                             f"(warm_start=False) to change them")
-
     @property
     def quantiles_(self):
         """The levels of the fitted outputs."""
@@ -161,9 +154,6 @@ class DSGQuantileRegressor(BaseDSG):
         -------
         self
         """
-        if self.warm_start:
-            self._validate_params()
-            self._check_same_levels()
         return self._fit(X, y, sample_weight)
 
     @transactional
@@ -182,8 +172,6 @@ class DSGQuantileRegressor(BaseDSG):
         -------
         self
         """
-        self._validate_params()
-        self._check_same_levels()
         return self._partial_fit(X, y, sample_weight)
 
     def predict(self, X, rearrange=True):

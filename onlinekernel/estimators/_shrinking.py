@@ -325,13 +325,14 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
             "_readout": np.zeros((R, 3)),
             "n_shrinks_": 0, "eta_": 0.0,
             "_blocks": BlockSource(fmap, seed, self.cache_bytes),
-            "_built_from": (self.loss, self.kernel),
+            "_built_from": self._build_params(),
         }
 
     # Arrays a training call replaces rather than modifies: not copied.
     _REPLACED = ("_support", "_beta", "_cum", "_csum_at", "_frozen")
 
     def _state_copy(self):
+        self._check_unchanged()
         keys = ("loss_", "feature_map_", "gamma_", "seed_", "n_features_in_", "_n_outputs",
                 "_coef", "_scale", "_intercept", "_coef_avg", "_intercept_avg", "n_blocks_",
                 "t_", "samples_seen_", "n_epochs_seen_", "n_averaged_", "_blocks",

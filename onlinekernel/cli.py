@@ -338,9 +338,9 @@ def _gamma(text):
 
 
 def _max_blocks(text):
-    if text.lower() in ("none", "0"):
+    if text.lower() == "none":
         return None
-    return _positive_int(text)
+    return _positive_int(text)  # 0 is refused, as the estimators refuse it
 
 
 def _nonnegative_int(text):
@@ -493,6 +493,7 @@ def _scan(source, args, progress, need_classes, need_stats):
     for chunk in chunks:
         rows += chunk.X.shape[0]
         if need_classes:
+            _refuse_missing_labels(chunk, source.path)
             labels.update(np.unique(chunk.y).tolist())
         if source.n_features is None:
             width = max(width or 0, chunk.X.shape[1])
@@ -517,6 +518,21 @@ def _scan(source, args, progress, need_classes, need_stats):
             raise InputError(f"{source.path}: no training rows to standardize with")
         scaling = moments.scaling(source.n_features)
     return classes, scaling, rows
+
+
+def _refuse_missing_labels(chunk, path):
+    """A NaN or empty label is a missing one, never a class of its own."""
+    y = np.asarray(chunk.y)
+    if y.dtype.kind in "US":
+        missing = np.isin(np.char.lower(np.char.strip(y.astype(str))), ("nan", ""))
+    elif y.dtype.kind == "f":
+        missing = np.isnan(y)
+    else:
+        return
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise InputError(f"{path} {chunk.where(i)}: the label {str(y[i])!r} is missing (NaN "
+                         f"or empty), not a class; drop the row")
 
 
 class _Moments:

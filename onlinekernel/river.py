@@ -542,6 +542,9 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
     def _check_target(y):
         if y is None:
             raise ValueError("the label y is None")
+        if isinstance(y, numbers.Real) and not isinstance(y, numbers.Integral) and y != y:
+            # NaN != NaN: every NaN would become a class of its own
+            raise ValueError(f"the label y is NaN ({y!r}): a missing label, not a class")
         try:
             hash(y)
         except TypeError:

@@ -498,6 +498,8 @@ def _error_cases(tmp):
         "bad option value": (["train", good, "--chunk-size", "many"],
                              r"argument --chunk-size: expected a positive integer"),
         "unknown command": (["fly"], r"invalid choice: 'fly'"),
+        "a zero budget": (["train", good, "--max-blocks", "0"],
+                          r"argument --max-blocks: expected a positive integer"),
         "regression classes": (["train", good, "--task", "regress", "--classes", "0,1"],
                                r"--classes applies to classification only"),
     }
@@ -630,3 +632,17 @@ def test_train_without_output_writes_a_default_file_and_never_over_one(tmp_path,
     code, out, err = _run(["train", data, "-q"] + SMALL, capsys)
     assert code != 0 and "the default model file ring.okm exists" in err and out == ""
     assert (tmp_path / "ring.okm").read_bytes() == first
+
+
+@pytest.mark.parametrize("label, message", [("nan", "the label 'nan' is missing"),
+                                            ("NaN", "the label 'NaN' is missing"),
+                                            ("", "the target is empty")])
+def test_a_missing_label_is_refused_not_made_a_class(tmp_path, capsys, label, message):
+    X, y = _ring(n=100)
+    lines = _write_csv(tmp_path / "r.csv", X, y)
+    text = open(lines).read().splitlines()
+    text[40] = text[40].rsplit(",", 1)[0] + "," + label
+    (tmp_path / "bad.csv").write_text("\n".join(text) + "\n")
+    code, out, err = _run(["train", tmp_path / "bad.csv", "-q", "-o", tmp_path / "m.okm"], capsys)
+    assert code != 0 and not (tmp_path / "m.okm").exists()
+    assert f"bad.csv line 41: {message}" in err

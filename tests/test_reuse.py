@@ -497,6 +497,7 @@ def test_pegasos_with_projection_decreases_its_objective_inside_the_ball():
     ({"reuse_schedule": (1, -1)}, r"reuse_schedule must be a pair.*got \(1, -1\)"),
     ({"reuse_schedule": 3}, r"reuse_schedule must be a pair.*got 3"),
     ({"reuse_schedule": (1.5, 1)}, r"reuse_schedule must be a pair.*got \(1.5, 1\)"),
+    ({"block_size": 2 ** 63}, "block_size must be at most 1,048,576"),
     ({"precondition": -1.0}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got -1.0"),
     ({"precondition": 0.0}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got 0.0"),
     ({"precondition": "yes"}, "precondition must be 'auto', 'eigenpro', True, False or a ridge > 0, got 'yes'"),

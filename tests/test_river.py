@@ -534,3 +534,14 @@ def test_checkpoint_example_skips_a_damaged_checkpoint(tmp_path):
     for i in range(12):
         reference.partial_fit(*ex.batch(i), classes=ex.CLASSES)
     np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+
+
+def test_a_nan_label_is_refused_not_made_a_class():
+    from onlinekernel.river import RiverClassifier
+    model = RiverClassifier(seed=0)
+    model.learn_one({"a": 1.0}, "x")
+    for nan in (float("nan"), np.nan):
+        with pytest.raises(ValueError, match="the label y is NaN"):
+            model.learn_one({"a": 2.0}, nan)
+    model.learn_one({"a": 0.5}, "y")
+    assert set(model.predict_proba_one({"a": 1.0})) == {"x", "y"}

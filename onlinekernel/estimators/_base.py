@@ -124,11 +124,18 @@ def _map_name(fmap):
     return getattr(fmap, "name", None) or type(fmap).__name__
 
 
-def _check_int(name, value, low, allow_none=False):
+def _check_int(name, value, low, allow_none=False, high=None):
     if value is None and allow_none:
         return
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be at most {high:,d}, got {value!r}")
+
+
+# Features per block beyond which a block's parameters and scratch cannot be
+# allocated sensibly (a block of 2**20 Gaussian features on 784 inputs is 6 GiB)
+MAX_BLOCK_SIZE = 2 ** 20
 
 
 def _check_real(name, value, low, strict=False):
@@ -283,7 +290,7 @@ class BaseDSG(BaseEstimator):
     def _validate_params(self):
         self._validate_penalty()
         _check_int("batch_size", self.batch_size, 1)
-        _check_int("block_size", self.block_size, 1)
+        _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
         _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
         _check_real("eta0", self.eta0, 0.0, strict=True)
         _check_real("t0", self.t0, 0.0, strict=True)

@@ -96,7 +96,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     batch_size : int, default=32
         Rows per training step.
     block_size : int, default=256
-        Random features per block (``F``).
+        Random features per block (``F``), at most 2**20.  The model has
+        ``max_blocks * block_size`` random features: scikit-learn's
+        ``RBFSampler(n_components=N)`` corresponds to ``max_blocks = N //
+        block_size`` (``n_random_features_`` after fitting).
     max_blocks : int or None, default=16
         Feature budget in blocks; ``None`` grows one block per step without
         bound (plain DSG, cost per step growing with the step count).

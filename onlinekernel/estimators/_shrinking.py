@@ -19,8 +19,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
 from onlinekernel._shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
 from onlinekernel._solver import BlockSource
-from onlinekernel.estimators._base import (BaseDSG, _check_bool, _check_int, _check_real,
-                                           check_n_jobs, model_outputs, transactional)
+from onlinekernel.estimators._base import (MAX_BLOCK_SIZE, BaseDSG, _check_bool, _check_int,
+                                           _check_real, check_n_jobs, model_outputs,
+                                           transactional)
 
 _PREDICTIONS = ("features", "kernel")
 # Rows of the support evaluated per kernel product in predict (bounds memory).
@@ -273,7 +274,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         _check_int("T", self.T, 1, allow_none=True)
         _check_real("eta0", self.eta0, 0.0, strict=True)
         _check_int("n_epochs", self.n_epochs, 1)
-        _check_int("block_size", self.block_size, 1)
+        _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
         _check_int("predict_blocks", self.predict_blocks, 0)
         _check_int("cache_bytes", self.cache_bytes, 0)
         check_n_jobs(self.n_jobs)

@@ -45,7 +45,12 @@ from abc import ABC, abstractmethod
 from onlinekernel import _random
 from onlinekernel._params import ParamsMixin
 
-__all__ = ["FeatureMap"]
+__all__ = ["FeatureMap", "MAX_BLOCK_SIZE"]
+
+# Features per block beyond which a block's parameters and scratch cannot be
+# allocated sensibly (2**20 Gaussian features on 784 inputs are 6 GiB); the
+# estimators refuse a larger block_size and model files a larger map.
+MAX_BLOCK_SIZE = 2 ** 20
 
 
 class FeatureMap(ParamsMixin, ABC):

@@ -206,6 +206,7 @@ from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
 from onlinekernel._files import replacing
 from onlinekernel._loss import PyLossAdapter, as_cy_loss
 from onlinekernel._solver import BlockSource
+from onlinekernel.featuremaps import MAX_BLOCK_SIZE
 from onlinekernel._version import __version__
 
 __all__ = ["save", "load", "dumps", "loads", "read_header", "ModelFileError",
@@ -214,6 +215,8 @@ __all__ = ["save", "load", "dumps", "loads", "read_header", "ModelFileError",
 FORMAT_NAME = "onlinekernel-model"
 FORMAT_VERSION = 2
 MAGIC = b"\x89OKM\r\n\x1a\n"
+# Doubles of parameters one block may have (2 GiB): beyond it a file is refused
+_MAX_BLOCK_PARAMS = 2 ** 28
 _PRELUDE = struct.Struct("<8sIIQ")  # signature, format version, header and payload lengths
 _DIGEST_SIZE = 32
 _ALIGN = 8
@@ -774,10 +777,33 @@ def _unpack(data, source):
 
 
 def _read(path):
+    """The bytes of a model file: the prelude first, then no more than it announces.
+
+    A file without the signature is rejected after its first 24 bytes (a
+    2 GiB data file, ``/dev/zero``); one whose prelude announces more than the
+    file holds is read only as far as it goes, so a corrupted or crafted
+    length never allocates more memory than the file's size.
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            return f.read(), repr(path)
+            data = f.read(_PRELUDE.size)
+            if len(data) < _PRELUDE.size or data[:len(MAGIC)] != MAGIC:
+                return data, repr(path)  # _unpack says what is wrong
+            _, _, hlen, plen = _PRELUDE.unpack(data)
+            # one byte more than announced shows "unexpected bytes after"
+            want = hlen + plen + _DIGEST_SIZE + 1
+            size = os.fstat(f.fileno()).st_size
+            if size:  # a regular file: never more than it holds
+                want = min(want, max(0, size - _PRELUDE.size))
+            parts = [data]
+            while want > 0:
+                part = f.read(min(want, 1 << 26))
+                if not part:
+                    break
+                parts.append(part)
+                want -= len(part)
+            return b"".join(parts), repr(path)
     except FileNotFoundError:
         exc = ModelFileNotFoundError(f"no model file at {path!r}: the path does not exist")
         exc.errno = errno.ENOENT
@@ -871,6 +897,12 @@ def _build(header, payload, source):
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:
         raise ModelFileError(f"invalid model: the feature map cannot be bound to {d} "
                              f"features: {exc}") from None
+    # sizes a prediction allocates: checked here, not met as a MemoryError later
+    if fmap.n_components > MAX_BLOCK_SIZE or fmap.param_size > _MAX_BLOCK_PARAMS:
+        raise ModelFileError(f"invalid model: a block of {fmap.n_components:,d} features with "
+                             f"{fmap.param_size:,d} parameters on {d:,d} inputs is beyond what "
+                             f"onlinekernel builds (at most {MAX_BLOCK_SIZE:,d} features and "
+                             f"{_MAX_BLOCK_PARAMS:,d} parameters a block)")
 
     ints = {k: _int(state[k], f"state {k}", 0) for k in _STATE_INTS}
     if ints["n_features_in_"] != d:

@@ -896,3 +896,40 @@ def test_files_of_format_version_1_load_and_predict_what_they_predicted(name):
     before = model.coef_.copy()
     model.partial_fit(X, y)
     assert np.isfinite(model.coef_).all() and not np.array_equal(model.coef_, before)
+
+
+def test_load_rejects_a_big_non_model_file_after_its_first_bytes(tmp_path):
+    import tracemalloc
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as f:
+        f.truncate(2 ** 31)  # 2 GiB of zeros, sparse on disk
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFileError, match="not an onlinekernel model file"):
+            onlinekernel.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 ** 20  # read the prelude, not the file
+
+
+def test_a_prelude_announcing_more_than_the_file_holds_reads_only_the_file(tmp_path, small_file):
+    import tracemalloc
+    forged = bytearray(small_file)
+    forged[16:24] = (2 ** 60).to_bytes(8, "little")  # the payload length
+    (tmp_path / "forged.okm").write_bytes(bytes(forged))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFileError, match="truncated"):
+            onlinekernel.load(tmp_path / "forged.okm")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 ** 24
+
+
+def test_a_model_declaring_a_huge_block_is_refused_at_load(small_file):
+    def huge(h):
+        h["feature_map"]["params"]["n_components"] = 10 ** 12
+    with pytest.raises(ModelFileError, match="a block of 1,000,000,000,000 features .* beyond"):
+        loads(_crafted(small_file, huge))

@@ -33,7 +33,7 @@ from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._solver import BlockSource, _threads, block_features, predict_raw, \
     train_steps
-from onlinekernel.featuremaps import FeatureMap
+from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
     BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
@@ -132,10 +132,6 @@ def _check_int(name, value, low, allow_none=False, high=None):
     if high is not None and value > high:
         raise ValueError(f"{name} must be at most {high:,d}, got {value!r}")
 
-
-# Features per block beyond which a block's parameters and scratch cannot be
-# allocated sensibly (a block of 2**20 Gaussian features on 784 inputs is 6 GiB)
-MAX_BLOCK_SIZE = 2 ** 20
 
 
 def _check_real(name, value, low, strict=False):

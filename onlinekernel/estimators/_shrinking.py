@@ -19,9 +19,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
 from onlinekernel._shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
 from onlinekernel._solver import BlockSource
-from onlinekernel.estimators._base import (MAX_BLOCK_SIZE, BaseDSG, _check_bool, _check_int,
-                                           _check_real, check_n_jobs, model_outputs,
-                                           transactional)
+from onlinekernel.estimators._base import (BaseDSG, _check_bool, _check_int, _check_real,
+                                           check_n_jobs, model_outputs, transactional)
+from onlinekernel.featuremaps import MAX_BLOCK_SIZE
 
 _PREDICTIONS = ("features", "kernel")
 # Rows of the support evaluated per kernel product in predict (bounds memory).

@@ -6,10 +6,13 @@ under the ``onlinekernel`` entry-point group -- the built-ins of
 their hooks register.
 
 * An unknown name raises :class:`ValueError` listing what is registered.
-* Two plugins registering one name raise :class:`PluginConflictError` naming
-  both.
-* A plugin that fails to import emits a :class:`PluginWarning` and the others
-  keep working.
+* A name registered twice keeps onlinekernel's own registration (a plugin
+  cannot replace a built-in); two third-party plugins claiming one name both
+  lose it.  Either way a :class:`PluginConflictWarning` names both.
+* A plugin that fails to import, a hook that raises or returns something
+  other than a dict, a name that is not a string and a factory that is not
+  callable emit a :class:`PluginWarning` naming the plugin and are skipped;
+  the others keep working.
 * Setting the environment variable ``ONLINEKERNEL_DISABLE_PLUGINS=1`` loads
   only the plugins that ship with onlinekernel itself.
 
@@ -35,7 +38,7 @@ import pluggy
 from onlinekernel import hookspecs
 
 __all__ = ["available_losses", "available_feature_maps", "get_loss", "get_feature_map",
-           "PluginConflictError", "PluginWarning", "reset", "ENTRY_POINT_GROUP",
+           "PluginConflictWarning", "PluginWarning", "reset", "ENTRY_POINT_GROUP",
            "DISABLE_ENV"]
 
 ENTRY_POINT_GROUP = "onlinekernel"
@@ -43,12 +46,12 @@ DISABLE_ENV = "ONLINEKERNEL_DISABLE_PLUGINS"
 _OWN_DISTRIBUTION = "onlinekernel"
 
 
-class PluginConflictError(RuntimeError):
-    """Two plugins registered the same name."""
-
-
 class PluginWarning(UserWarning):
-    """A plugin could not be loaded; the others still work."""
+    """A plugin, or one of its names, could not be used and is skipped; the others still work."""
+
+
+class PluginConflictWarning(PluginWarning):
+    """Two plugins registered the same name: the built-in one is kept, or neither."""
 
 
 @dataclass(frozen=True)
@@ -124,23 +127,58 @@ class _Registry:
             self.distributions[name] = dist
 
     def _collect(self, kind, hook):
-        entries = {}
-        for impl in hook.get_hookimpls():
+        """Every plugin's names for ``kind``; what cannot be used is skipped with a warning.
+
+        A hook that raises or returns something other than a dict, a name that
+        is not a string and a factory that is not callable are skipped.  A
+        name claimed twice keeps onlinekernel's own registration when one of
+        the two is it (a plugin cannot replace a built-in), and otherwise is
+        dropped for both: the library never picks one of two third-party
+        plugins by load order.
+        """
+        entries, claims = {}, {}
+        for impl in reversed(hook.get_hookimpls()):  # in registration order
             plugin_name = self.pm.get_name(impl.plugin)
             dist = self.distributions.get(plugin_name, "<registered at runtime>")
-            result = impl.function()
+            who = f"plugin {plugin_name!r} (distribution {dist!r})"
+            try:
+                result = impl.function()
+            except Exception as exc:
+                _warn(f"{who} failed in its {kind} hook and is skipped: "
+                      f"{type(exc).__name__}: {exc}")
+                continue
             if not isinstance(result, dict):
-                raise TypeError(f"plugin {plugin_name!r} returned {type(result).__name__} "
-                                f"from its {kind} hook; expected a dict of name -> factory")
+                _warn(f"{who} returned {type(result).__name__} from its {kind} hook, not a "
+                      f"dict of name -> factory; it is skipped")
+                continue
             for name, factory in result.items():
-                if name in entries:
-                    other = entries[name]
-                    raise PluginConflictError(
-                        f"{kind} name {name!r} is registered twice: by plugin "
-                        f"{other.plugin!r} (distribution {other.distribution!r}) and by "
-                        f"plugin {plugin_name!r} (distribution {dist!r})")
-                entries[name] = _Entry(name, kind, factory, plugin_name, dist)
+                if not isinstance(name, str) or not name:
+                    _warn(f"{who} registered a {kind} under {name!r}, not a name; skipped")
+                elif not callable(factory):
+                    _warn(f"{who} registered {kind} {name!r} as {type(factory).__name__}, "
+                          f"which is not callable; skipped")
+                else:
+                    claims.setdefault(name, []).append(
+                        _Entry(name, kind, factory, plugin_name, dist))
+        for name, claimants in claims.items():
+            if len(claimants) == 1:
+                entries[name] = claimants[0]
+                continue
+            own = [e for e in claimants if e.distribution == _OWN_DISTRIBUTION]
+            listed = " and ".join(f"plugin {e.plugin!r} (distribution {e.distribution!r})"
+                                  for e in claimants)
+            if len(own) == 1:
+                entries[name] = own[0]
+                _warn(f"{kind} name {name!r} is registered by {listed}: the built-in one is "
+                      f"kept, the other is skipped", PluginConflictWarning)
+            else:
+                _warn(f"{kind} name {name!r} is registered by {listed}: neither is used "
+                      f"(uninstall one of them)", PluginConflictWarning)
         return dict(sorted(entries.items()))
+
+
+def _warn(message, category=PluginWarning):
+    warnings.warn(message, category, stacklevel=4)
 
 
 _lock = threading.Lock()

@@ -518,7 +518,7 @@ ERROR_CASES = [
     "bad kernel parameter", "corrupt model file", "truncated model file", "not a model file",
     "feature count differs from the model", "evaluate without a target", "evaluate label type",
     "no probabilities", "target not in header", "option for another format",
-    "bad option value", "unknown command", "regression classes"]
+    "bad option value", "unknown command", "regression classes", "a zero budget"]
 
 
 @pytest.mark.parametrize("case", ERROR_CASES)

@@ -294,3 +294,42 @@ def test_river_adapter_predicts_while_learning_new_labels():
         assert list(proba) == list(model.classes_[:len(proba)])
         assert math.isclose(sum(proba.values()), 1.0, rel_tol=1e-9)
     assert len({len(p) for p in results}) >= 2  # it ran while labels were added
+
+
+def test_predictions_while_fit_changes_the_class_set_are_never_torn():
+    # two models with disjoint labels and opposite rules: a prediction of the
+    # old coefficients with the new labels (or the reverse) gives a label that
+    # neither model predicts for that row
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    pos = X[:, 0] > 0
+    y_a = pos.astype(int)           # A: 1 where x0 > 0
+    y_b = np.where(pos, 10, 11)     # B: 10 where x0 > 0
+    model = DSGClassifier(max_blocks=2, block_size=32, random_state=0).fit(X, y_a)
+    Xq = X[:64]
+    # what a whole model predicts: A gives 1 or 0, B 10 or 11, for x0 > 0 and not
+    whole = {(True, 1), (False, 0), (True, 10), (False, 11)}
+    # allow each model's own mistakes on the training rows it predicts
+    for y in (y_a, y_b):
+        fitted = DSGClassifier(max_blocks=2, block_size=32, random_state=0).fit(X, y)
+        whole |= set(zip(pos[:64].tolist(), fitted.predict(Xq).tolist()))
+    stop, seen, errors = threading.Event(), set(), []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                seen.update(zip(pos[:64].tolist(), model.predict(Xq).tolist()))
+            except Exception as exc:  # noqa: BLE001 - any error is a failure here
+                errors.append(exc)
+                return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(12):
+            model.fit(X, y_b if i % 2 == 0 else y_a)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    assert seen <= whole, f"torn predictions: {sorted(seen - whole)}"

@@ -695,8 +695,21 @@ class BaseDSG(BaseEstimator):
         keys = words(seed, _SHUFFLE_BLOCK + epoch, 0, n)
         return np.argsort(keys, kind="stable").astype(np.int64)
 
+    def _stage(self, **attrs):
+        """Fitted attributes decided during a training call, published with its state.
+
+        (``classes_``: a concurrent ``predict`` must never see new labels with
+        the old coefficients.)
+        """
+        self.__dict__.setdefault("_staged", {}).update(attrs)
+
+    def _staged_or_fitted(self, name):
+        """The value ``_stage`` set during this call, else the fitted attribute."""
+        return self.__dict__.get("_staged", {}).get(name, self.__dict__.get(name))
+
     def _commit(self, state):
         """Publish the new state; refuse it if training left non-finite numbers in it."""
+        state = {**state, **self.__dict__.pop("_staged", {})}
         for key, value in state.items():
             if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
                     and not np.isfinite(value).all()):
@@ -1027,15 +1040,26 @@ class BaseDSG(BaseEstimator):
         return self
 
     def _raw(self, X):
+        return self._outputs(X)[0]
+
+    def _outputs(self, X):
+        """``(raw outputs, the state they come from)``, from one snapshot of the model.
+
+        A concurrent training call publishes its new state in one step, so the
+        snapshot is wholly the old or the new model; X is checked against the
+        snapshot's width (that of its feature map), not against attributes a
+        running ``fit`` may already have reset.
+        """
         check_is_fitted(self, "_coef")
-        # one snapshot of the state: a concurrent partial_fit publishes its
-        # new state in one step, so this is wholly the old or the new model
         st = self.__dict__.copy()
-        X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        snapshot = object.__new__(type(self))
+        snapshot.__dict__.update(st)
+        snapshot.__dict__["n_features_in_"] = st["feature_map_"].n_features_in
+        X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C", reset=False)
         out = model_outputs(st, X, self.n_jobs)
         if "_y_scale" in st:  # back to the target's units
             out = out * st["_y_scale"] + st["_y_mean"]
-        return out
+        return out, st
 
     @property
     def n_random_features_(self):

@@ -5,7 +5,6 @@ from types import MethodType
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 from onlinekernel.estimators._base import BaseDSG, transactional
 
@@ -380,7 +379,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                                  f"classes of the first call {self.classes_.tolist()}")
             classes, loss = self.classes_, self.loss_
         Y, K = self._encode(classes, loss, y)
-        self.classes_ = classes
+        self._stage(classes_=classes)  # published with the coefficients
         return loss, Y, K
 
     @staticmethod
@@ -466,24 +465,27 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
 
     def decision_function(self, X):
         """Raw scores: shape ``(n,)`` for two classes, ``(n, n_classes)`` otherwise."""
-        raw = self._raw(X)
-        if self.classes_.shape[0] == 2:
-            return raw[:, 1] - raw[:, 0] if raw.shape[1] == 2 else raw[:, 0]
-        return raw
+        return self._scores(X)[0]
+
+    def _scores(self, X):
+        # scores and classes of one snapshot of the model (see _outputs)
+        raw, st = self._outputs(X)
+        if st["classes_"].shape[0] == 2:
+            raw = raw[:, 1] - raw[:, 0] if raw.shape[1] == 2 else raw[:, 0]
+        return raw, st
 
     def predict(self, X):
         """Predicted class labels."""
-        scores = self.decision_function(X)
+        scores, st = self._scores(X)
         if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+            return st["classes_"][(scores > 0).astype(int)]
+        return st["classes_"][np.argmax(scores, axis=1)]
 
     @_with_probabilities
     def predict_proba(self, X):
         """Class probabilities (losses with a logistic or softmax link)."""
-        check_is_fitted(self, "_coef")
-        raw = self._raw(X)
-        if self.loss_.link == "softmax":
+        raw, st = self._outputs(X)
+        if st["loss_"].link == "softmax":
             z = raw - raw.max(axis=1, keepdims=True)
             p = np.exp(z)
             return p / p.sum(axis=1, keepdims=True)

@@ -581,10 +581,11 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
         return super()._prepare_targets(y, fitting, classes)
 
     def _validation_score(self, raw, y, sample_weight):
+        classes = self._staged_or_fitted("classes_")
         if raw.shape[1] == 1:
-            pred = self.classes_[(raw[:, 0] > 0).astype(int)]
+            pred = classes[(raw[:, 0] > 0).astype(int)]
         else:
-            pred = self.classes_[np.argmax(raw, axis=1)]
+            pred = classes[np.argmax(raw, axis=1)]
         return float(accuracy_score(y, pred, sample_weight=sample_weight))
 
     @transactional

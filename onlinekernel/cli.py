@@ -988,7 +988,8 @@ def _parser():
     from onlinekernel._schedules import SCHEDULES
     from onlinekernel._version import __version__
 
-    parser = _Parser(prog="onlinekernel", description=__doc__.splitlines()[0],
+    # the module docstring is reST; --help shows plain text
+    parser = _Parser(prog="onlinekernel", description=__doc__.splitlines()[0].replace("``", ""),
                      epilog="See 'onlinekernel COMMAND --help'.")
     parser.add_argument("--version", action="version", version=f"onlinekernel {__version__}")
     parser.add_argument("--traceback", action="store_true",

@@ -646,3 +646,12 @@ def test_a_missing_label_is_refused_not_made_a_class(tmp_path, capsys, label, me
     code, out, err = _run(["train", tmp_path / "bad.csv", "-q", "-o", tmp_path / "m.okm"], capsys)
     assert code != 0 and not (tmp_path / "m.okm").exists()
     assert f"bad.csv line 41: {message}" in err
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["predict"], ["evaluate"], ["plugins"],
+                                     ["demo"]])
+def test_help_is_plain_text(command, capsys):
+    assert main(command + ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: onlinekernel" in out
+    assert not re.search(r"``|:class:|:func:|:mod:|^\s*\.\. ", out, re.M), out

@@ -6,6 +6,7 @@ Every comparison of two models that should be the same is exact
 deterministic given the seed, so any difference is a bug.
 """
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -649,3 +650,16 @@ def test_unfitted_model_raises_not_fitted(model):
     for attr in ("coef_", "n_random_features_"):
         with pytest.raises(NotFittedError):
             getattr(model, attr)
+
+
+def test_a_block_cache_smaller_than_the_budget_warns_with_the_size_needed():
+    X = np.random.default_rng(0).normal(size=(40, 10))
+    y = X[:, 0] > 0
+    # one Gaussian block: 16 x (10 + 1) doubles = 1,408 bytes; 4 blocks need 5,632
+    with pytest.warns(UserWarning, match=r"holds 2 of the model's 4 feature blocks.*at least "
+                                         r"5,632") as record:
+        DSGClassifier(block_size=16, max_blocks=4, cache_bytes=3000, random_state=0).fit(X, y)
+    assert record[0].filename == __file__  # attributed to the caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DSGClassifier(block_size=16, max_blocks=4, cache_bytes=5632, random_state=0).fit(X, y)

@@ -21,7 +21,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from onlinekernel._random import words
 from onlinekernel.estimators._base import (
-    _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_int, _check_real,
+    _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_cache, _check_int, _check_real,
     model_outputs, transactional)
 from onlinekernel.estimators._classifier import DSGClassifier
 
@@ -126,6 +126,7 @@ class _FixedFeatureSGD(BaseDSG):
         else:
             M = -(-self.n_components // F) * F
         dt = state["_coef"].dtype
+        _check_cache(state["_blocks"], M // F, self.cache_bytes)
         state.update({
             "n_blocks_": M // F,
             "_coef": np.zeros((M, n_outputs), dtype=dt),

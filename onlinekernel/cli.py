@@ -52,14 +52,12 @@ the model that ``partial_fit`` on the same chunks gives in Python.
   epochs, shown as the *running* metric, the rows were trained on before.
   ``--quiet`` hides the progress; the summary on stdout stays.
 * ``--standardize`` scales every feature to zero mean and unit variance
-  using the training rows of the first pass.  A model file holds the model
-  only, so the scaling is written beside it as ``MODEL.scaling.npz`` (arrays
-  ``mean`` and ``scale``, and the SHA-256 of the model file it belongs to);
-  ``predict`` and ``evaluate`` apply it whenever it is there and refuse one
-  that belongs to another model file.  Without ``--standardize`` no scaling
-  is applied, and training to ``-o MODEL`` removes a stale
-  ``MODEL.scaling.npz``.  In Python: ``(X - s["mean"]) / s["scale"]`` with
-  ``s = np.load("MODEL.scaling.npz")``.
+  using the training rows of the first pass.  The scaling is part of the
+  model (its ``input_scaling`` parameter) and of its file: ``predict``,
+  ``evaluate`` and ``onlinekernel.load``'s model apply it by themselves.
+  (Older versions wrote it beside the model as ``MODEL.scaling.npz``;
+  ``predict`` and ``evaluate`` still apply such a file to a model without
+  a scaling of its own, and training to ``-o MODEL`` removes it.)
 
 **Models** are written with ``model.save(path)`` and read with
 :func:`onlinekernel.load` (see :mod:`onlinekernel.modelfile`).
@@ -620,6 +618,9 @@ def _train(args, out, err):
                          f"needs at least two")
     if task == "classify" and need_classes:
         _refuse_continuous_target(args, rows, kind, classes)
+    if scaling is not None:
+        # the scaling is part of the model (and of its file): it scales every X itself
+        model.set_params(input_scaling=scaling)
 
     fit_kwargs = {"classes": classes} if task == "classify" else {}
     what = "label" if task == "classify" else "target"
@@ -636,7 +637,7 @@ def _train(args, out, err):
             n = chunk.X.shape[0]
             rows += n
             y = convert_labels(chunk.y, kind, chunk, args.input, what)
-            X = chunk.X if scaling is None else (chunk.X - scaling[0]) / scaling[1]
+            X = chunk.X
             out_mask = holdout_mask(chunk.start, n, args.holdout, args.seed)
             if out_mask.any():
                 if epoch == 1:
@@ -695,8 +696,6 @@ def _train(args, out, err):
                     mask = holdout_mask(chunk.start, chunk.X.shape[0], args.holdout, args.seed)
                     if mask.any():
                         X = chunk.X[mask]
-                        if scaling is not None:
-                            X = (X - scaling[0]) / scaling[1]
                         y = convert_labels(chunk.y, kind, chunk, args.input, what)[mask]
                         score.add(y, model.predict(X))
                     progress.update(rows, chunk.done, None)
@@ -707,11 +706,9 @@ def _train(args, out, err):
         if default_output:
             print(f"no -o given: writing the model to {args.output}", file=out)
         sidecar = args.output + SCALING_SUFFIX
-        if scaling is not None:
-            _save_scaling(sidecar, args.output, *scaling)
-        elif os.path.exists(sidecar):
-            os.remove(sidecar)  # it described the model this one replaced
-        extra = f"; scaling in {sidecar}" if scaling is not None else ""
+        if os.path.exists(sidecar):
+            os.remove(sidecar)  # an older version's scaling file, of the model replaced
+        extra = "; the feature scaling is stored in it" if scaling is not None else ""
         print(f"model written to {args.output} ({os.path.getsize(args.output):,d} bytes)"
               f"{extra}", file=out)
     return 0
@@ -771,16 +768,12 @@ def _sha256(path):
     return h.hexdigest()
 
 
-def _save_scaling(path, model_path, mean, scale):
-    # written beside the model; np.savez adds .npz only to names without it
-    with open(path, "wb") as fh:
-        np.savez(fh, mean=mean, scale=scale, model_sha256=np.array(_sha256(model_path)))
-
-
-def _load_scaling(model_path, n_features):
+def _load_scaling(model_path, model):
+    """An older version's ``MODEL.scaling.npz``, for a model without a scaling of its own."""
     path = model_path + SCALING_SUFFIX
-    if not os.path.exists(path):
+    if model.get_params().get("input_scaling") is not None or not os.path.exists(path):
         return None
+    n_features = model.n_features_in_
     try:
         with np.load(path, allow_pickle=False) as d:
             mean, scale, sha = d["mean"], d["scale"], str(d["model_sha256"])
@@ -834,7 +827,7 @@ def _predict(args, out, err):
         name = getattr(model.loss_, "name", "?")
         raise UsageError(f"{args.model}: the model's loss ({name}) gives no probabilities; "
                          f"train with --loss logistic for --proba")
-    scaling = _load_scaling(args.model, model.n_features_in_)
+    scaling = _load_scaling(args.model, model)
     if scaling is not None:
         progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
                       f"{SCALING_SUFFIX}")
@@ -869,7 +862,7 @@ def _evaluate(args, out, err):
     model = _load_model(args.model)
     progress = _progress(args, err)
     task = _task_of(model, args.model)
-    scaling = _load_scaling(args.model, model.n_features_in_)
+    scaling = _load_scaling(args.model, model)
     if scaling is not None:
         progress.note(f"onlinekernel: applying the feature scaling in {args.model}"
                       f"{SCALING_SUFFIX}")
@@ -1047,8 +1040,8 @@ def _parser():
                    help="fraction of each chunk scored before training on it, for the "
                         "progress line (default 0.1; 1: every row; 0: none)")
     r.add_argument("--standardize", action="store_true",
-                   help="scale features to zero mean, unit variance (saved as "
-                        "MODEL.scaling.npz)")
+                   help="scale features to zero mean, unit variance (stored in the "
+                        "model file)")
     train.set_defaults(run=_train)
 
     predict = sub.add_parser("predict", help="write the predictions of a model for a file",

@@ -67,7 +67,9 @@ except where a *tagged value* is needed to keep the Python type: an object
 * ``{"$type": "loss" | "feature_map", "name": str, "params": {...},
   "distribution": str, "distribution_version": str | null, "plugin": str}``
   -- a loss or feature-map object passed as the ``loss`` / ``kernel``
-  hyper-parameter, by its registered name and parameters.
+  hyper-parameter, by its registered name and parameters;
+* ``{"$type": "array", "name": "extra.param.<n>"}`` -- a numeric array in a
+  hyper-parameter (``input_scaling``), stored in the payload.
 
 Numpy scalars are stored as the Python scalars of the same value.
 
@@ -281,6 +283,11 @@ def _to_json(value, what, payload):
         if "$type" in items:
             return {"$type": "dict", "items": [[k, v] for k, v in items.items()]}
         return items
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and payload is not None:
+        # a parameter holding numbers (input_scaling's mean and scale): an array
+        name = f"{_EXTRA_PREFIX}param.{len(payload.table)}"
+        payload.add(name, value)
+        return {"$type": "array", "name": name}
     if isinstance(value, np.random.RandomState):
         _, key, pos, has_gauss, cached = value.get_state(legacy=True)
         name = _RS_KEY

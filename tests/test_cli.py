@@ -316,7 +316,7 @@ def test_holdout_is_a_deterministic_hash_of_row_and_seed():
     assert not holdout_mask(0, 100, 0.0, seed=0).any()
 
 
-def test_standardize_writes_and_applies_the_scaling(tmp_path, capsys):
+def test_standardize_stores_the_scaling_in_the_model(tmp_path, capsys):
     X, y = _ring(n=600)
     Xs = X * [1000.0, 0.001] + [5000.0, -3.0]  # wildly different scales
     data = _write_csv(tmp_path / "s.csv", Xs, y)
@@ -326,28 +326,48 @@ def test_standardize_writes_and_applies_the_scaling(tmp_path, capsys):
                            "--epochs", 2, "-o", model_path], capsys)
     assert code == 0, err
     assert _holdout_line(out, "accuracy") > 0.85
-    sidecar = str(model_path) + ".scaling.npz"
-    with np.load(sidecar) as s:
-        mean, scale = s["mean"], s["scale"]
+    assert "the feature scaling is stored in it" in out
+    assert sorted(os.listdir(tmp_path)) == ["s.csv", "s.okm"]  # no file beside the model
+
+    # onlinekernel.load's model applies the scaling by itself
+    model = onlinekernel.load(model_path)
+    mean, scale = model.input_scaling
     train_rows = ~holdout_mask(0, 600, 0.2, seed=0)
     np.testing.assert_allclose(mean, Xs[train_rows].mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(scale, Xs[train_rows].std(axis=0), rtol=1e-12)
+    assert model.score(Xs, y) > 0.85
+    code, out, err = _run(["predict", model_path, data, "--target", "-1"], capsys)
+    assert code == 0 and "scaling" not in err
+    np.testing.assert_array_equal(np.array(out.split(), dtype=int), model.predict(Xs))
+    # the same model as partial_fit on the same chunks in Python, given the scaling
+    ref = DSGClassifier(random_state=0, input_scaling=(mean, scale))
+    for _ in range(2):
+        for start in range(0, 600, 100):
+            keep = train_rows[start:start + 100]
+            ref.partial_fit(Xs[start:start + 100][keep], y[start:start + 100][keep],
+                            classes=[0, 1])
+    np.testing.assert_array_equal(ref.decision_function(Xs), model.decision_function(Xs))
 
-    model = onlinekernel.load(model_path)
+
+def test_an_older_scaling_file_is_still_applied_or_removed(tmp_path, capsys):
+    X, y = _ring(n=300)
+    Xs = X * [1000.0, 0.001] + [5000.0, -3.0]
+    data = _write_csv(tmp_path / "s.csv", Xs, y)
+    mean, scale = Xs.mean(axis=0), Xs.std(axis=0)
+    model_path = tmp_path / "old.okm"
+    model = DSGClassifier(random_state=0, max_blocks=2).fit((Xs - mean) / scale, y)
+    model.save(model_path)
+    sidecar = str(model_path) + ".scaling.npz"
+    import hashlib
+    np.savez(sidecar, mean=mean, scale=scale,
+             model_sha256=hashlib.sha256(model_path.read_bytes()).hexdigest())
     code, out, err = _run(["predict", model_path, data, "--target", "-1"], capsys)
     assert code == 0 and "applying the feature scaling" in err
     np.testing.assert_array_equal(np.array(out.split(), dtype=int),
                                   model.predict((Xs - mean) / scale))
-
-    # a scaling file left beside another model is refused ...
-    os.replace(sidecar, tmp_path / "kept.npz")
-    code, _, err = _run(["train", data, "--quiet", "-o", model_path] + SMALL, capsys)
-    assert code == 0 and not os.path.exists(sidecar)
-    os.replace(tmp_path / "kept.npz", sidecar)
-    code, _, err = _run(["evaluate", model_path, data], capsys)
-    assert code == 2 and "belongs to another model file" in err
-    # ... and retraining without --standardize removes it
-    code, _, err = _run(["train", data, "--quiet", "-o", model_path] + SMALL, capsys)
+    # retraining to the same path removes it (the new model keeps its own scaling)
+    code, _, err = _run(["train", data, "--quiet", "--standardize", "-o", model_path] + SMALL,
+                        capsys)
     assert code == 0 and not os.path.exists(sidecar)
 
 

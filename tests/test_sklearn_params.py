@@ -199,3 +199,32 @@ def test_a_loaded_model_remembers_what_it_was_built_with(tmp_path):
     model.set_params(gamma=0.7)
     with pytest.raises(ValueError, match="gamma=0.7 differs from the fitted model's gamma=0.5"):
         model.partial_fit(X, y)
+
+
+def test_input_scaling_is_part_of_the_model():
+    X, y = _data()
+    Xs = X * [100.0, 0.01, 1.0] + [5.0, 0.0, -2.0]
+    scaling = (np.array([5.0, 0.0, -2.0]), np.array([100.0, 0.01, 1.0]))
+    scaled = DSGRegressor(input_scaling=scaling, **FAST).fit(Xs, y)
+    plain = DSGRegressor(**FAST).fit(X, y)
+    np.testing.assert_allclose(scaled.predict(Xs), plain.predict(X), rtol=1e-10, atol=1e-12)
+    # a set_params after fit does not change what the fitted model predicts ...
+    before = scaled.predict(Xs)
+    scaled.set_params(input_scaling=(np.zeros(3), np.ones(3)))
+    np.testing.assert_array_equal(scaled.predict(Xs), before)
+    # ... and continuing it with another scaling is refused
+    with pytest.raises(ValueError, match="input_scaling=.* from the fitted model's"):
+        scaled.partial_fit(Xs, y)
+
+
+@pytest.mark.parametrize("scaling, match", [
+    ((np.zeros(3), np.zeros(3)), "scale > 0"),
+    ((np.zeros(3), np.ones(2)), "equal-length"),
+    ((np.zeros(3), np.full(3, np.nan)), "finite"),
+    ("standard", "pair"),
+    ((np.zeros(2), np.ones(2)), "X has 3 features, input_scaling has 2 columns"),
+])
+def test_bad_input_scaling_raises(scaling, match):
+    X, y = _data()
+    with pytest.raises(ValueError, match=match):
+        DSGRegressor(input_scaling=scaling, **FAST).fit(X, y)

@@ -66,7 +66,7 @@ _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_s
 # (dtype is not one: a changed dtype converts the fitted model; nor is the
 # one-class nu, which applies from the next step.)
 _BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "degree", "coef0",
-                 "block_size", "normalize_y", "quantiles")
+                 "block_size", "normalize_y", "quantiles", "input_scaling")
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
 
@@ -149,6 +149,11 @@ def _check_bool(name, value):
 def _same(a, b):
     if a is b:
         return True
+    if isinstance(a, (tuple, list)) and type(a) is type(b):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and np.array_equal(a, b))
     try:
         return type(a) is type(b) and bool(a == b)
     except Exception:
@@ -317,6 +322,7 @@ class BaseDSG(BaseEstimator):
             raise ValueError(f"kernel_params must be a dict or None, got "
                              f"{type(self.kernel_params).__name__}")
         self._loss_params()
+        self._input_scaling()
         _check_bool("fit_intercept", self.fit_intercept)
         _check_bool("shuffle", self.shuffle)
         _check_bool("warm_start", self.warm_start)
@@ -426,6 +432,35 @@ class BaseDSG(BaseEstimator):
                              f"{self.loss!r} carries its own parameters (set them with "
                              f"set_params(loss__name=value))")
         return params
+
+    def _input_scaling(self, given=None):
+        """``input_scaling`` (or ``given``) as float64 ``(mean, scale)`` arrays, or None."""
+        if given is None:
+            given = getattr(self, "input_scaling", None)
+        if given is None:
+            return None
+        try:
+            mean, scale = (np.asarray(v, dtype=np.float64) for v in given)
+        except (TypeError, ValueError):
+            raise ValueError(f"input_scaling must be None or a pair (mean, scale) of "
+                             f"per-column numbers, got {given!r}") from None
+        if not (mean.ndim == scale.ndim == 1 and mean.shape == scale.shape and mean.size
+                and np.isfinite(mean).all() and np.isfinite(scale).all()
+                and (scale > 0).all()):
+            raise ValueError("input_scaling must be a pair (mean, scale) of equal-length "
+                             "1-d arrays of finite numbers, scale > 0")
+        return mean, scale
+
+    def _scale_inputs(self, X, given=None):
+        """``(X - mean) / scale`` with ``input_scaling`` (or ``given``); X as is without one."""
+        scaling = self._input_scaling(given)
+        if scaling is None:
+            return X
+        mean, scale = scaling
+        if X.shape[1] != mean.shape[0]:
+            raise ValueError(f"X has {X.shape[1]} features, input_scaling has "
+                             f"{mean.shape[0]} columns")
+        return np.ascontiguousarray((X - mean) / scale, dtype=X.dtype)
 
     def _check_names(self):
         if isinstance(self.loss, str):
@@ -756,6 +791,7 @@ class BaseDSG(BaseEstimator):
         keep = self._kept_rows(sw)  # a zero weight means the sample is not there at all
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
+        X = self._scale_inputs(X)
         loss, Y, n_outputs = self._prepare_targets(y, fitting=not warm)
         sw = np.ascontiguousarray(sw)
         if warm:
@@ -1030,6 +1066,7 @@ class BaseDSG(BaseEstimator):
         fast = self._fast_inputs(X, y, sample_weight, classes)
         if fast is not None:
             X, Y = fast
+            X = self._scale_inputs(X)
             state = self._state_copy()
             Y = self._standardize_targets(state, Y, None, first=False)
             self._run_epoch(state, X, Y, np.ones(X.shape[0]),
@@ -1046,6 +1083,7 @@ class BaseDSG(BaseEstimator):
         keep = self._kept_rows(sw)  # as in fit: a zero weight leaves the row out
         if not keep.all():
             X, Y, sw = X[keep], Y[keep], sw[keep]
+        X = self._scale_inputs(X)
         state = self._new_state(X, n_outputs, loss, sw) if first else self._state_copy()
         sw = np.ascontiguousarray(sw)
         Y = self._standardize_targets(state, Y, sw, first=first)
@@ -1071,6 +1109,10 @@ class BaseDSG(BaseEstimator):
         snapshot.__dict__.update(st)
         snapshot.__dict__["n_features_in_"] = st["feature_map_"].n_features_in
         X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        built = st.get("_built_from")
+        if isinstance(built, dict) and built.get("input_scaling") is not None:
+            # the scaling the model was built with, whatever set_params did since
+            X = self._scale_inputs(X, built["input_scaling"])
         out = model_outputs(st, X, self.n_jobs)
         if "_y_scale" in st:  # back to the target's units
             out = out * st["_y_scale"] + st["_y_mean"]

@@ -83,6 +83,13 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Parameters of the loss named by ``loss`` (``{"delta": 2.0}`` for
         ``"huber"``); a loss object carries its own, which a grid search
         sets by nested names (``loss__delta``).
+    input_scaling : (mean, scale) or None, default=None
+        A fixed standardisation that is part of the model: every ``X``
+        given to ``fit``, ``partial_fit`` and ``predict`` is first mapped to
+        ``(X - mean) / scale`` column by column, so a model file carries its
+        input scaling (the command line's ``--standardize`` sets it from a
+        first pass over the file).  To learn a scaling in Python, a
+        ``StandardScaler`` in a ``Pipeline`` is the usual way.
     alpha : float, default=1e-6
         Regularisation strength :math:`\nu` of the RKHS norm: ``fit``
         minimises the mean loss plus ``alpha / 2`` times the squared norm
@@ -351,8 +358,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     _y_numeric = False
 
     def __init__(self, loss="logistic", kernel="gaussian", *, gamma="scale", degree=3,
-                 coef0=0.0, kernel_params=None, loss_params=None, alpha=1e-6, fit_intercept=True,
-                 batch_size=32, block_size=256, max_blocks=16, learning_rate="inverse", eta0=64.0, t0=100.0,
+                 coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
+                 alpha=1e-6, fit_intercept=True, batch_size=32, block_size=256, max_blocks=16,
+                 learning_rate="inverse", eta0=64.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",

@@ -8,6 +8,9 @@ raw prediction (the package's one sign convention).
 from libc.math cimport exp, log, log1p, fabs
 from onlinekernel._loss cimport CyLoss, CyScalarLoss
 
+import math
+import numbers
+
 import numpy as np
 
 
@@ -198,25 +201,42 @@ cdef class Huber(CyScalarLoss):
 
     Parameters
     ----------
-    delta : float, default=1.0
-        Width of the quadratic zone; must be positive.
+    delta : float or None, default=None
+        Width of the quadratic zone, positive, in the target's units.
+        ``None``: 1.0 in the units the loss sees -- one standard deviation
+        of the targets in a regressor that standardises them
+        (``normalize_y=True``), whatever their scale.  A fixed width in raw
+        units is wrong for most targets: ``delta=1`` on house prices makes
+        the loss an absolute deviation whose gradients are 1e-5 of a
+        standard deviation, and stochastic steps barely move the model.
+
+    Attributes
+    ----------
+    delta : float
+        The width used (1.0 for ``delta=None``).
 
     Examples
     --------
     >>> from onlinekernel import get_loss
     >>> get_loss("huber", delta=0.5).gradient([[0.0]], [[2.0]])
     array([[0.5]])
+    >>> get_loss("huber").get_params(), get_loss("huber").delta
+    ({'delta': None}, 1.0)
     """
     name = "huber"
     target_encoding = "real"
     curvature = "smooth"
     target_unit_params = ("delta",)
     cdef readonly double delta
+    cdef object given
 
-    def __init__(self, double delta=1.0):
-        if not delta > 0.0:
-            raise ValueError(f"huber: delta must be > 0, got {delta}")
-        self.delta = delta
+    def __init__(self, delta=None):
+        if delta is not None and not (isinstance(delta, numbers.Real)
+                                      and not isinstance(delta, bool) and delta > 0.0
+                                      and math.isfinite(delta)):
+            raise ValueError(f"huber: delta must be None or a finite number > 0, got {delta!r}")
+        self.given = delta
+        self.delta = 1.0 if delta is None else float(delta)
 
     cdef double value(self, double y, double raw) noexcept nogil:
         cdef double r = fabs(raw - y)
@@ -233,7 +253,7 @@ cdef class Huber(CyScalarLoss):
         return r
 
     def get_params(self, deep=True):
-        return {"delta": self.delta}
+        return {"delta": self.given}
 
 
 cdef class EpsilonInsensitive(CyScalarLoss):
@@ -243,8 +263,15 @@ cdef class EpsilonInsensitive(CyScalarLoss):
 
     Parameters
     ----------
-    epsilon : float, default=0.1
-        Half-width of the insensitive tube; must be >= 0.
+    epsilon : float or None, default=None
+        Half-width of the insensitive tube, >= 0, in the target's units.
+        ``None``: 0.1 in the units the loss sees -- a tenth of the targets'
+        standard deviation in a regressor that standardises them.
+
+    Attributes
+    ----------
+    epsilon : float
+        The half-width used (0.1 for ``epsilon=None``).
 
     Examples
     --------
@@ -257,11 +284,16 @@ cdef class EpsilonInsensitive(CyScalarLoss):
     curvature = "piecewise_linear"
     target_unit_params = ("epsilon",)
     cdef readonly double epsilon
+    cdef object given
 
-    def __init__(self, double epsilon=0.1):
-        if not epsilon >= 0.0:
-            raise ValueError(f"epsilon_insensitive: epsilon must be >= 0, got {epsilon}")
-        self.epsilon = epsilon
+    def __init__(self, epsilon=None):
+        if epsilon is not None and not (isinstance(epsilon, numbers.Real)
+                                        and not isinstance(epsilon, bool) and epsilon >= 0.0
+                                        and math.isfinite(epsilon)):
+            raise ValueError(f"epsilon_insensitive: epsilon must be None or a finite number "
+                             f">= 0, got {epsilon!r}")
+        self.given = epsilon
+        self.epsilon = 0.1 if epsilon is None else float(epsilon)
 
     cdef double value(self, double y, double raw) noexcept nogil:
         cdef double r = fabs(y - raw) - self.epsilon
@@ -300,7 +332,7 @@ cdef class EpsilonInsensitive(CyScalarLoss):
                 _filled(Y, self.epsilon))
 
     def get_params(self, deep=True):
-        return {"epsilon": self.epsilon}
+        return {"epsilon": self.given}
 
 
 cdef class Quantile(CyScalarLoss):

@@ -438,7 +438,7 @@ def test_plugins_lists_builtins_with_parameters_and_distribution(capsys):
         assert tables["losses"][name]["distribution"] == "onlinekernel"
     for name in ("gaussian", "laplacian", "arccos", "poly_sketch"):
         assert tables["feature_maps"][name]["distribution"] == "onlinekernel"
-    assert tables["losses"]["huber"]["parameters"] == {"delta": 1.0}
+    assert tables["losses"]["huber"]["parameters"] == {"delta": None}
     assert tables["feature_maps"]["poly_sketch"]["parameters"]["degree"] == 3
     assert set(tables["losses"]) == set(onlinekernel.available_losses())
 

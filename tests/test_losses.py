@@ -131,7 +131,7 @@ LINK = {"logistic": "logistic", "multinomial": "softmax"}
 class NumpyLoss(Loss):
     """A built-in loss re-implemented in numpy: the pure-Python path."""
 
-    def __init__(self, kind, delta=1.0, epsilon=0.1, quantile=0.5):
+    def __init__(self, kind, delta=None, epsilon=None, quantile=0.5):
         self.kind = kind
         self.delta = delta
         self.epsilon = epsilon
@@ -143,7 +143,10 @@ class NumpyLoss(Loss):
         self.target_unit_params = get_loss(kind).target_unit_params
 
     def _p(self):
-        return {"delta": self.delta, "epsilon": self.epsilon, "quantile": self.quantile}
+        # None: the compiled losses' relative defaults, in the units the loss sees
+        return {"delta": 1.0 if self.delta is None else self.delta,
+                "epsilon": 0.1 if self.epsilon is None else self.epsilon,
+                "quantile": self.quantile}
 
     def loss(self, y, raw):
         return np_value(self.kind, self._p(), np.asarray(y), np.asarray(raw))

@@ -205,7 +205,7 @@ def test_builtins_are_registered_through_the_entry_point_group():
     for name in map_names:
         assert targets[maps[name]["plugin"]] == "onlinekernel_plugins.feature_maps"
     # the listing gives parameters with their defaults
-    assert losses["huber"]["parameters"] == {"delta": 1.0}
+    assert losses["huber"]["parameters"] == {"delta": None}
     assert losses["quantile"]["parameters"] == {"quantile": 0.5}
     assert losses["hinge"]["parameters"] == {}
     assert {"n_components", "gamma", "pairs"} <= set(maps["gaussian"]["parameters"])

@@ -126,7 +126,7 @@ def test_loss_params_builds_the_named_loss():
 @pytest.mark.parametrize("params, match", [
     ({"loss": "huber", "loss_params": {"quantile": 0.5}},
      r"invalid parameters for loss 'huber': \['quantile'\]"),
-    ({"loss": "huber", "loss_params": {"delta": -1.0}}, "delta must be > 0"),
+    ({"loss": "huber", "loss_params": {"delta": -1.0}}, "delta must be None or a finite number > 0"),
     ({"loss": "huber", "loss_params": [("delta", 1.0)]}, "loss_params must be a dict"),
     ({"loss": get_loss("huber"), "loss_params": {"delta": 1.0}},
      "loss_params applies to a loss given by name"),

@@ -83,3 +83,24 @@ def test_cadata_quantile_coverage_with_raw_targets(tau):
                        random_state=0)
     reg.fit(scaler.transform(X), y)
     assert abs(np.mean(yt <= reg.predict(scaler.transform(Xt))) - tau) <= 0.03
+
+
+@pytest.mark.parametrize("loss", ["huber", "epsilon_insensitive"])
+def test_default_widths_are_relative_to_the_targets_spread(loss):
+    # delta / epsilon left at None: one (a tenth of a) standard deviation, so
+    # streaming on targets around 1e8 learns as on standardised ones (with a
+    # width of 1.0 in raw units the Huber model stayed at R^2 0.0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40000, 3))
+    f = 1 + 0.3 * np.sin(X[:, 0]) + 0.1 * X[:, 1]
+    y = 1e8 * f + 1e6 * rng.normal(size=X.shape[0])
+    raw = DSGRegressor(loss=loss, random_state=0)
+    unit = DSGRegressor(loss=loss, random_state=0)
+    for s in range(0, X.shape[0], 5000):
+        raw.partial_fit(X[s:s + 5000], y[s:s + 5000])
+        unit.partial_fit(X[s:s + 5000], (y[s:s + 5000] - 1e8) / 1e7)
+    assert raw.loss_.get_params() == {("delta" if loss == "huber" else "epsilon"): None}
+    Xt = rng.normal(size=(2000, 3))
+    yt = 1e8 * (1 + 0.3 * np.sin(Xt[:, 0]) + 0.1 * Xt[:, 1])
+    assert raw.score(Xt, yt) > 0.7
+    assert abs(raw.score(Xt, yt) - unit.score(Xt, (yt - 1e8) / 1e7)) < 0.02

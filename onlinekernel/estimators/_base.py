@@ -1015,14 +1015,22 @@ class BaseDSG(BaseEstimator):
         return np.ascontiguousarray((Y - state["_y_mean"]) / state["_y_scale"])
 
     def _train_loss(self, state):
-        """The loss the solvers see: ``loss_``, with target-unit parameters rescaled."""
+        """The loss the solvers see: ``loss_``, with target-unit parameters rescaled.
+
+        A target-unit parameter left at ``None`` (Huber's ``delta``) is a width
+        in the standardised targets' units already: it is not rescaled.
+        """
         loss = state["loss_"]
         scale = state.get("_y_scale", 1.0)
         units = tuple(getattr(loss, "target_unit_params", ()))
         if scale == 1.0 or not units:
             return loss
         params = dict(loss.get_params())
-        params.update({p: params[p] / scale for p in units})
+        # None: a width relative to the loss's own units (the standardised targets)
+        given = {p: params[p] / scale for p in units if params.get(p) is not None}
+        if not given:
+            return loss
+        params.update(given)
         return type(loss)(**params)
 
     @staticmethod

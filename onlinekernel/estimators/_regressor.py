@@ -39,8 +39,9 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     normalize_y : bool, default=True
         Train on standardised targets: ``(y - mean) / std`` of the targets
         first seen (``fit``: all of y; ``partial_fit``: the first batch),
-        with the loss's parameters in the target's units (Huber's
-        ``delta``, ``epsilon``) divided by the same std; the intercept
+        with the loss's parameters given in the target's units (Huber's
+        ``delta``, ``epsilon``) divided by the same std (left at ``None``
+        they are relative already: one and a tenth of a std); the intercept
         starts at the loss's best constant (the mean, or the quantile) and
         predictions are mapped back, so the model file keeps the scaling.
         ``False`` trains on the targets as given (scikit-learn's

@@ -267,9 +267,13 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         validation error of covtype swung between 21 and 44 % from epoch to
         epoch with the old defaults and stays at 20-21.6 % with these, and
         magic04 at 12.7-13.9 %; one pass over ijcnn1: 91.9 -> 97.8 %.  The
-        fit takes 1.4 to 1.9 times as long.  With ``eta0=512`` the
-        preconditioned step overshoots (each row's output moving by 16
-        times its gradient): a 480-row, one-epoch fit fell to 38 %.
+        fit takes 1.4 to 1.9 times as long.  What sets the preconditioned
+        step is ``eta0 / batch_size``, the factor by which each row's output
+        moves along its own gradient: ``eta0=512`` with ``batch_size=32``
+        (16) overshoots -- a 480-row, one-epoch fit fell to 38 % -- while
+        with ``batch_size=64`` (8) it gave MNIST 2.91 % after 5 epochs
+        against 3.50 % for the defaults of that time (measured on
+        828729f); ratios from 2 (the default) to 8 are the range to tune.
     projection : bool, default=False
         End every step by projecting the function onto the ball of radius
         ``1 / sqrt(alpha)`` (Pegasos; pairs with

@@ -59,7 +59,6 @@ _EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
 # copied when present, never replaced by arrays (they do not change once set)
 _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_step",
                    "_eig_level")
-# Fitted attributes that make up the learned state.
 # Parameters that shape the features or the targets: a model keeps those it
 # was built with, and continuing it (partial_fit, fit with warm_start) after
 # set_params changed one raises rather than ignoring the change.
@@ -67,6 +66,7 @@ _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_s
 # one-class nu, which applies from the next step.)
 _BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "degree", "coef0",
                  "block_size", "normalize_y", "quantiles", "input_scaling")
+# Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
 
@@ -131,7 +131,6 @@ def _check_int(name, value, low, allow_none=False, high=None):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if high is not None and value > high:
         raise ValueError(f"{name} must be at most {high:,d}, got {value!r}")
-
 
 
 def _check_real(name, value, low, strict=False):

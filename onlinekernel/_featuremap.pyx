@@ -15,14 +15,27 @@ Python subclass :class:`onlinekernel.FeatureMap` instead and run through
 :class:`PyFeatureMapAdapter`.
 """
 import numpy as np
+import scipy.sparse as sp
 
 from onlinekernel._params import clone_of, params_eq, params_hash, params_repr, \
     set_params_of
 cimport numpy as cnp
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.string cimport memcpy, memset
+from onlinekernel._linalg cimport real
 from libc.stdlib cimport malloc, free
 
 cnp.import_array()
+
+
+cdef void _densify(const int64_t* indptr, const int32_t* indices, const real* data,
+                    Py_ssize_t n, Py_ssize_t d, real* x) noexcept nogil:
+    """x (n x d) = the n CSR rows (duplicate entries summed, as scipy does)."""
+    cdef Py_ssize_t i, t
+    memset(x, 0, n * d * sizeof(real))
+    for i in range(n):
+        for t in range(indptr[i], indptr[i + 1]):
+            x[i * d + indices[t]] += data[t]
 
 
 cdef class CyFeatureMap:
@@ -60,14 +73,7 @@ cdef class CyFeatureMap:
         cdef double* o = x + n * d
         cdef double* w = o + n * F
         if buf == NULL:
-            # Out of memory inside a nogil kernel: report through the pending
-            # error like a failed Python map, so the solver raises it.
-            with gil:
-                if self.pending is None:
-                    self.pending = MemoryError("transform_f32: out of memory")
-                self.failed = 1
-            for i in range(n * F):
-                out[i] = 0.0
+            self._out_of_memory("transform_f32", n * F, <void*>out, 1)
             return
         for k in range(P):
             p[k] = params[k]
@@ -78,6 +84,44 @@ cdef class CyFeatureMap:
         for i in range(n * F):
             out[i] = <float>o[i]
         free(buf)
+
+    cdef void transform_csr(self, const double* params, const int64_t* indptr,
+                            const int32_t* indices, const double* data, Py_ssize_t n,
+                            double* out, double* work) noexcept nogil:
+        # Reference path for maps without a sparse kernel: densify the rows.
+        cdef double* x = <double*>malloc(max(1, n * self.n_features_in) * sizeof(double))
+        if x == NULL:
+            self._out_of_memory("transform_csr", n * self.n_components, <void*>out, 0)
+            return
+        _densify[double](indptr, indices, data, n, self.n_features_in, x)
+        self.transform(params, x, n, self.n_features_in, out, work)
+        free(x)
+
+    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
+                                const int32_t* indices, const float* data, Py_ssize_t n,
+                                float* out, float* work) noexcept nogil:
+        cdef float* x = <float*>malloc(max(1, n * self.n_features_in) * sizeof(float))
+        if x == NULL:
+            self._out_of_memory("transform_csr_f32", n * self.n_components, <void*>out, 1)
+            return
+        _densify[float](indptr, indices, data, n, self.n_features_in, x)
+        self.transform_f32(params, x, n, self.n_features_in, out, work)
+        free(x)
+
+    cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
+                             bint single) noexcept nogil:
+        # Out of memory inside a nogil kernel: report through the pending
+        # error like a failed Python map, so the solver raises it.
+        cdef Py_ssize_t i
+        with gil:
+            if self.pending is None:
+                self.pending = MemoryError(f"{where.decode()}: out of memory")
+            self.failed = 1
+        for i in range(size):
+            if single:
+                (<float*>out)[i] = 0.0
+            else:
+                (<double*>out)[i] = 0.0
 
     def _sizes(self, Py_ssize_t n_features_in):
         """Return ``(param_size, work_per_row)`` for input dimension ``d``."""
@@ -117,46 +161,36 @@ cdef class CyFeatureMap:
     def transform_block(self, uint64_t seed, uint64_t block, X, dtype=np.float64):
         """Features of block ``block`` on the rows of ``X``, shape ``(n, F)``.
 
-        With ``dtype=np.float32`` the block is evaluated by the map's float
-        kernel (``transform_f32``) on the parameters rounded to float.
+        ``X`` is a 2-d array or a scipy CSR matrix (evaluated by the map's
+        ``transform_csr``).  With ``dtype=np.float32`` the block is
+        evaluated by the map's float kernel (``transform_f32``) on the
+        parameters rounded to float.
         """
         self._require_bound()
-        if np.dtype(dtype) == np.float32:
-            return self._transform_block_f32(seed, block, X)
-        if np.dtype(dtype) != np.float64:
-            raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
-        Xc = np.ascontiguousarray(X, dtype=np.float64)
-        if Xc.ndim != 2 or Xc.shape[1] != self.n_features_in:
-            raise ValueError(f"X must have shape (n, {self.n_features_in}), got {Xc.shape}")
-        params = self.generate_block(seed, block)
-        cdef Py_ssize_t n = Xc.shape[0]
-        out = np.zeros((n, self.n_components), dtype=np.float64)
-        work = np.zeros(max(1, n * self.work_per_row), dtype=np.float64)
-        cdef const double[:, ::1] x_ = Xc
-        cdef double[:, ::1] o_ = out
-        cdef double[::1] p_ = params if self.param_size else np.zeros(1)
-        cdef double[::1] w_ = work
+        dt = np.dtype(dtype)
+        if dt != np.float64 and dt != np.float32:
+            raise ValueError(f"dtype must be float32 or float64, got {dt}")
+        if sp.issparse(X):
+            X = X.tocsr()
+        elif np.asarray(X).dtype != dt:
+            X = np.asarray(X, dtype=dt)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in:
+            raise ValueError(f"X must have shape (n, {self.n_features_in}), got {X.shape}")
+        if sp.issparse(X) and X.dtype != dt:
+            X = X.astype(dt)
+        cdef Rows R
+        keep = rows_of(X, dt, &R)
+        params = self.generate_block(seed, block).astype(dt)
+        cdef Py_ssize_t n = X.shape[0]
+        out = np.zeros((n, self.n_components), dtype=dt)
+        work = np.zeros(max(1, n * self.work_per_row), dtype=dt)
+        if self.param_size == 0:
+            params = np.zeros(1, dtype=dt)
         if n:
-            with nogil:
-                self.transform(&p_[0], &x_[0, 0], n, x_.shape[1], &o_[0, 0], &w_[0])
-        self.raise_pending()
-        return out
-
-    def _transform_block_f32(self, uint64_t seed, uint64_t block, X):
-        Xc = np.ascontiguousarray(X, dtype=np.float32)
-        if Xc.ndim != 2 or Xc.shape[1] != self.n_features_in:
-            raise ValueError(f"X must have shape (n, {self.n_features_in}), got {Xc.shape}")
-        params = self.generate_block(seed, block).astype(np.float32)
-        cdef Py_ssize_t n = Xc.shape[0]
-        out = np.zeros((n, self.n_components), dtype=np.float32)
-        work = np.zeros(max(1, n * self.work_per_row), dtype=np.float32)
-        cdef const float[:, ::1] x_ = Xc
-        cdef float[:, ::1] o_ = out
-        cdef float[::1] p_ = params if self.param_size else np.zeros(1, dtype=np.float32)
-        cdef float[::1] w_ = work
-        if n:
-            with nogil:
-                self.transform_f32(&p_[0], &x_[0, 0], n, x_.shape[1], &o_[0, 0], &w_[0])
+            if dt == np.float32:
+                _block_rows[float](self, params, &R, n, out, work)
+            else:
+                _block_rows[double](self, params, &R, n, out, work)
         self.raise_pending()
         return out
 
@@ -188,6 +222,108 @@ cdef class CyFeatureMap:
 
     def __repr__(self):
         return params_repr(self)
+
+
+cdef void _block_rows(CyFeatureMap fmap, real[::1] params, const Rows* R, Py_ssize_t n,
+                      real[:, ::1] out, real[::1] work):
+    with nogil:
+        rows_transform(fmap, &params[0], R, 0, n, &out[0, 0], &work[0])
+
+
+cdef object rows_of(object X, object dtype, Rows* out):
+    """Point ``out`` at the rows of ``X`` (a C-contiguous array of ``dtype``, or CSR).
+
+    Returns what must stay alive while ``out`` is used.  A dense ``X`` must
+    already have the model's dtype (no silent copy); a CSR matrix's values
+    must too, its index arrays are converted to the loops' types and its
+    entries put in canonical order (duplicates summed, as scipy reads them).
+    """
+    dt = np.dtype(dtype)
+    if sp.issparse(X):
+        if X.format != "csr" or X.ndim != 2:
+            raise ValueError(f"sparse input must be a 2-d CSR matrix, got {X.format}")
+        if X.dtype != dt:
+            raise ValueError(f"X has dtype {X.dtype}; the model's dtype is {dt}")
+        if not X.has_canonical_format:
+            # sorted, distinct column indices: the sparse products are then
+            # the dense ones bit for bit (see csr_project)
+            X = X.copy()
+            X.sum_duplicates()
+        data = np.ascontiguousarray(X.data)
+        indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+        if X.indices.size and (X.indices.min() < 0 or X.indices.max() >= X.shape[1]):
+            raise ValueError(f"CSR column indices must lie in [0, {X.shape[1]})")
+        indices = np.ascontiguousarray(X.indices, dtype=np.int32)
+        if indptr.shape[0] != X.shape[0] + 1 or (X.shape[0] and indptr[X.shape[0]] > data.shape[0]):
+            raise ValueError("CSR matrix with an inconsistent indptr")
+        out.sparse = True
+        out.d = X.shape[1]
+        out.dense = NULL
+        out.indptr = <const int64_t*>cnp.PyArray_DATA(indptr)
+        out.indices = <const int32_t*>cnp.PyArray_DATA(indices)
+        out.data = <const void*>cnp.PyArray_DATA(data)
+        return data, indptr, indices
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype != dt \
+            or not X.flags.c_contiguous:
+        raise ValueError(f"X must be a C-contiguous 2-d array of the model's dtype {dt}")
+    out.sparse = False
+    out.d = X.shape[1]
+    out.dense = <const void*>cnp.PyArray_DATA(X)
+    out.indptr = NULL
+    out.indices = NULL
+    out.data = NULL
+    return X
+
+
+cdef class RowBatch:
+    """A training step's rows, gathered from X in X's own form (dense rows or CSR)."""
+
+    def __cinit__(self):
+        self.arrays = None
+
+    def __init__(self, *args):
+        raise TypeError("RowBatch is built by the solver")
+
+    cdef void gather(self, const Rows* X, const int64_t* rows, Py_ssize_t nb) noexcept nogil:
+        """Copy rows ``rows[0 .. nb-1]`` of X into the batch (its first nb rows)."""
+        cdef Py_ssize_t i, t = 0, t0, c, d = X.d
+        cdef size_t item = self.item
+        for i in range(nb):
+            if X.sparse:
+                t0 = X.indptr[rows[i]]
+                c = X.indptr[rows[i] + 1] - t0
+                memcpy(self.indices + t, X.indices + t0, c * sizeof(int32_t))
+                memcpy(self.data + t * item, <const char*>X.data + t0 * item, c * item)
+                t += c
+                self.indptr[i + 1] = t
+            else:
+                memcpy(self.dense + i * d * item, <const char*>X.dense + rows[i] * d * item,
+                       d * item)
+
+
+cdef RowBatch new_batch(const Rows* X, Py_ssize_t nb_max, object dt, Py_ssize_t max_row_nnz):
+    """Room for nb_max rows of X (CSR rows of at most max_row_nnz entries each)."""
+    cdef RowBatch b = RowBatch.__new__(RowBatch)
+    cdef Py_ssize_t nnz = max(1, nb_max * max_row_nnz)
+    b.item = np.dtype(dt).itemsize
+    b.rows = X[0]
+    if X.sparse:
+        indptr = np.zeros(nb_max + 1, dtype=np.int64)
+        indices = np.empty(nnz, dtype=np.int32)
+        data = np.empty(nnz, dtype=dt)
+        b.arrays = (indptr, indices, data)
+        b.indptr = <int64_t*>cnp.PyArray_DATA(indptr)
+        b.indices = <int32_t*>cnp.PyArray_DATA(indices)
+        b.data = <char*>cnp.PyArray_DATA(data)
+        b.rows.indptr = b.indptr
+        b.rows.indices = b.indices
+        b.rows.data = b.data
+    else:
+        dense = np.empty((nb_max, X.d), dtype=dt)
+        b.arrays = dense
+        b.dense = <char*>cnp.PyArray_DATA(dense)
+        b.rows.dense = b.dense
+    return b
 
 
 cdef class PyFeatureMapAdapter(CyFeatureMap):

@@ -43,7 +43,8 @@ from libc.math cimport sqrt
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
-from onlinekernel._featuremap cimport CyFeatureMap
+from onlinekernel._featuremap cimport CyFeatureMap, RowBatch, Rows, new_batch, rows_of, \
+    rows_transform
 from onlinekernel._linalg cimport gemm_rm
 from onlinekernel._solver import _one_blas_thread
 
@@ -230,8 +231,8 @@ cdef class _Features:
         free(self.phi)
         free(self.work)
 
-    cdef void fill(self, const double* X, Py_ssize_t n, double* Z) noexcept nogil:
-        """Z (n x M) = features of the n rows of X (n x d), scaled by 1/sqrt(M)."""
+    cdef void fill(self, const Rows* X, Py_ssize_t x0, Py_ssize_t n, double* Z) noexcept nogil:
+        """Z (n x M) = features of rows x0 .. x0+n of X, scaled by 1/sqrt(M)."""
         cdef Py_ssize_t j, r0, rows, i, k
         cdef Py_ssize_t F = self.F, M = self.M, ps = max(1, self.fmap.param_size)
         cdef double s = self.scale
@@ -241,8 +242,8 @@ cdef class _Features:
             r0 = 0
             while r0 < n:
                 rows = min(<Py_ssize_t>TILE, n - r0)
-                self.fmap.transform(self.params + j * ps, X + r0 * self.d, rows, self.d,
-                                    self.phi, self.work)
+                rows_transform(self.fmap, <const double*>(self.params + j * ps), X, x0 + r0,
+                               rows, self.phi, self.work)
                 for i in range(rows):
                     zrow = Z + (r0 + i) * M + j * F
                     prow = self.phi + i * F
@@ -257,22 +258,27 @@ def _check_X(fmap, X):
                          f"{fmap.n_features_in}")
 
 
-def operator_features(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
-                      const double[:, ::1] X):
-    """The scaled features ``Z`` (``n x M``) the operator loops see for the rows of ``X``."""
+def operator_features(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks, X):
+    """The scaled features ``Z`` (``n x M``) the operator loops see for the rows of ``X``.
+
+    ``X`` is a float64 array or CSR matrix.
+    """
     _check_X(fmap, X)
+    cdef Rows R
+    keep_alive = rows_of(X, np.float64, &R)
     cdef _Features feats = _Features(fmap, seed, n_blocks)
-    out = np.zeros((X.shape[0], feats.M))
+    cdef Py_ssize_t n = X.shape[0]
+    out = np.zeros((n, feats.M))
     cdef double[:, ::1] o = out
-    if X.shape[0]:
+    if n:
         with nogil:
-            feats.fill(&X[0, 0], X.shape[0], &o[0, 0])
+            feats.fill(&R, 0, n, &o[0, 0])
     fmap.raise_pending()
     return out
 
 
 def operator_pass(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
-                  CyOperatorObjective objective, const double[:, ::1] X,
+                  CyOperatorObjective objective, X,
                   const double[::1] sample_weight, const int64_t[::1] order,
                   Py_ssize_t batch_size, double[:, ::1] A, double alpha,
                   const double[::1] step_sizes=None, const double[:, ::1] Y=None,
@@ -289,7 +295,8 @@ def operator_pass(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
 
     With ``Y`` (``n x K``), ``ZtY`` (``M x K``) and ``Zsum`` (``M``), the
     pass also adds ``sum_i w_i z_i y_i^T`` to ``ZtY`` and ``sum_i w_i z_i``
-    to ``Zsum``.  ``A`` (and ``ZtY``, ``Zsum``) are updated in place; on an
+    to ``Zsum``.  ``X`` is a float64 array or CSR matrix.
+    ``A`` (and ``ZtY``, ``Zsum``) are updated in place; on an
     exception they hold the batches completed before it.
     """
     _check_X(fmap, X)
@@ -314,30 +321,32 @@ def operator_pass(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
     if n == 0:
         return 0
     cdef _Features feats = _Features(fmap, seed, n_blocks)
-    Xb_arr = np.empty((B, d))
+    cdef Rows R
+    keep_alive = rows_of(X, np.float64, &R)
+    cdef RowBatch batch = new_batch(&R, B, np.float64,
+                                    int(np.diff(X.indptr).max()) if R.sparse else 0)
     Z_arr = np.empty((B, M))
     sw_arr = np.empty(B)
     WY_arr = np.empty((B, max(K, 1)))
     work_arr = np.empty(max(1, objective.work_size(B, M)))
-    cdef double[:, ::1] Xb = Xb_arr
     cdef double[:, ::1] Z = Z_arr
     cdef double[::1] swb = sw_arr
     cdef double[:, ::1] WY = WY_arr
     cdef double[::1] work = work_arr
     with _one_blas_thread():
-        _pass_loop(feats, objective, X, sample_weight, order, B, A, alpha, step_sizes, Y, ZtY,
-                   Zsum, Xb, Z, swb, WY, work)
+        _pass_loop(feats, objective, &R, sample_weight, order, B, A, alpha, step_sizes, Y,
+                   ZtY, Zsum, batch, Z, swb, WY, work)
     fmap.raise_pending()
     return n_steps
 
 
-cdef _pass_loop(_Features feats, CyOperatorObjective objective, const double[:, ::1] X,
+cdef _pass_loop(_Features feats, CyOperatorObjective objective, const Rows* X,
                 const double[::1] sample_weight, const int64_t[::1] order, Py_ssize_t B,
                 double[:, ::1] A, double alpha, const double[::1] step_sizes,
                 const double[:, ::1] Y, double[:, ::1] ZtY, double[::1] Zsum,
-                double[:, ::1] Xb, double[:, ::1] Z, double[::1] swb, double[:, ::1] WY,
+                RowBatch batch, double[:, ::1] Z, double[::1] swb, double[:, ::1] WY,
                 double[::1] work):
-    cdef Py_ssize_t n = order.shape[0], d = X.shape[1], M = feats.M
+    cdef Py_ssize_t n = order.shape[0], M = feats.M
     cdef Py_ssize_t K = Y.shape[1] if Y is not None else 0
     cdef Py_ssize_t n_steps = (n + B - 1) // B, s, b0, nb, i, r, c
     cdef bint sgd = step_sizes is not None
@@ -346,11 +355,10 @@ cdef _pass_loop(_Features feats, CyOperatorObjective objective, const double[:, 
         b0 = s * B
         nb = min(B, n - b0)
         with nogil:
+            batch.gather(X, &order[b0], nb)
             for i in range(nb):
-                r = order[b0 + i]
-                memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(double))
-                swb[i] = sample_weight[r]
-            feats.fill(&Xb[0, 0], nb, &Z[0, 0])
+                swb[i] = sample_weight[order[b0 + i]]
+            feats.fill(&batch.rows, 0, nb, &Z[0, 0])
         if feats.fmap.failed:
             break  # a Python feature map failed: the caller raises its error
         with nogil:
@@ -373,10 +381,11 @@ cdef _pass_loop(_Features feats, CyOperatorObjective objective, const double[:, 
 
 
 def operator_readout(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
-                     CyOperatorObjective objective, const double[:, ::1] X,
-                     const double[:, ::1] A):
-    """The objective's readout of ``A`` on each row of ``X``, shape ``(n,)``."""
+                     CyOperatorObjective objective, X, const double[:, ::1] A):
+    """The objective's readout of ``A`` on each row of ``X`` (array or CSR), shape ``(n,)``."""
     _check_X(fmap, X)
+    cdef Rows R
+    keep_alive = rows_of(X, np.float64, &R)
     cdef Py_ssize_t n = X.shape[0], F = fmap.n_components, M = n_blocks * F
     cdef Py_ssize_t r0, rows, C = min(READ_ROWS, max(n, 1))
     if A.shape[0] != M or A.shape[1] != M:
@@ -395,7 +404,7 @@ def operator_readout(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
         while r0 < n:
             rows = min(C, n - r0)
             with nogil:
-                feats.fill(&X[r0, 0], rows, &Z[0, 0])
+                feats.fill(&R, r0, rows, &Z[0, 0])
             if fmap.failed:
                 break
             with nogil:

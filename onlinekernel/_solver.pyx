@@ -26,8 +26,9 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
-from libc.stdint cimport uint64_t, int64_t
-from onlinekernel._featuremap cimport CyFeatureMap
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from onlinekernel._featuremap cimport CyFeatureMap, RowBatch, Rows, new_batch, rows_of, \
+    rows_transform
 from onlinekernel._loss cimport CyLoss
 from onlinekernel._linalg cimport real, gemm_rm, gemm_rm_f32
 from cython.parallel cimport prange, threadid
@@ -276,14 +277,6 @@ cdef void _give_back(BlockSource src, _Workspace ws):
         src.spare = ws
 
 
-cdef inline void _transform(CyFeatureMap fmap, const real* p, const real* X, Py_ssize_t n,
-                            Py_ssize_t d, real* out, real* work) noexcept nogil:
-    if real is float:
-        fmap.transform_f32(p, X, n, d, out, work)
-    else:
-        fmap.transform(p, X, n, d, out, work)
-
-
 cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, double alpha, const real* A,
                        int lda, const real* B, int ldb, double beta, real* C,
                        int ldc) noexcept nogil:
@@ -293,10 +286,10 @@ cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, double alpha, cons
         gemm_rm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const real* X,
-                           Py_ssize_t n, Py_ssize_t d, const real* coef_j, Py_ssize_t K,
+cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const Rows* X,
+                           Py_ssize_t x0, Py_ssize_t n, const real* coef_j, Py_ssize_t K,
                            real* acc, real* keep) noexcept nogil:
-    """acc (n x K) += Phi(X) coef_j for one block, TILE rows at a time.
+    """acc (n x K) += Phi(X) coef_j for rows x0 .. x0+n of X and one block, TILE rows at a time.
 
     With ``keep`` (room for n x F values) the features are written there, for
     the gradient that follows in the same training step.
@@ -307,21 +300,21 @@ cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const real
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
         phi = keep + r0 * F if keep != NULL else <real*>w.phi
-        _transform(fmap, p, X + r0 * d, rows, d, phi, <real*>w.work)
+        rows_transform(fmap, p, X, x0 + r0, rows, phi, <real*>w.work)
         _gemm(False, False, <int>rows, <int>K, <int>F, 1.0, phi, <int>F, coef_j, <int>K,
               1.0, acc + r0 * K, <int>K)
         r0 += rows
 
 
-cdef void _block_gradient(CyFeatureMap fmap, const real* p, Work* w, const real* X,
-                          Py_ssize_t n, Py_ssize_t d, const real* G, Py_ssize_t K,
+cdef void _block_gradient(CyFeatureMap fmap, const real* p, Work* w, const Rows* X,
+                          Py_ssize_t n, const real* G, Py_ssize_t K,
                           double c, real* coef_j) noexcept nogil:
     """coef_j (F x K) += c * Phi(X)^T G for one block."""
     cdef Py_ssize_t F = fmap.n_components
     cdef Py_ssize_t r0 = 0, rows
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
-        _transform(fmap, p, X + r0 * d, rows, d, <real*>w.phi, <real*>w.work)
+        rows_transform(fmap, p, X, r0, rows, <real*>w.phi, <real*>w.work)
         _gemm(True, False, <int>F, <int>K, <int>rows, c, <real*>w.phi, <int>F,
               G + r0 * K, <int>K, 1.0, coef_j, <int>K)
         r0 += rows
@@ -334,7 +327,7 @@ cdef int _n_threads(BlockSource src, int n_threads, Py_ssize_t work_items):
     return <int>max(1, min(<Py_ssize_t>n_threads, work_items))
 
 
-def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
+def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                 Py_ssize_t n_blocks, double scale, const double[::1] intercept,
                 int n_jobs=1):
     """Raw outputs ``intercept + scale * sum_j Phi_j(X) coef_j``, float64 ``(n, K)``.
@@ -359,6 +352,8 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
         raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+    cdef Rows R
+    keep_alive = rows_of(X, src.dtype, &R)
     n_tiles = (n + TILE - 1) // TILE
     cdef int nt = _n_threads(src, n_jobs, n_tiles)
     acc_arr = np.zeros((n, K), dtype=src.dtype)
@@ -368,7 +363,6 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
     cdef _Workspace ws = _workspace(src, nt)
     cdef const real* p
     cdef real* acc0 = &acc[0, 0] if n else NULL
-    cdef const real* X0 = &X[0, 0] if n else NULL
     cdef const real* C0 = &coef[0, 0] if coef.shape[0] else NULL
     if n and n_blocks:
         with _one_blas_thread():
@@ -379,8 +373,8 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
                     p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
                     for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
                         r0 = t * TILE
-                        _tile_accumulate(fmap, p, &ws.w[threadid()], X0 + r0 * d,
-                                         min(<Py_ssize_t>TILE, n - r0), d,
+                        _tile_accumulate(fmap, p, &ws.w[threadid()], &R, r0,
+                                         min(<Py_ssize_t>TILE, n - r0),
                                          C0 + j * fmap.n_components * K, K, acc0 + r0 * K,
                                          <real*>NULL)
     _give_back(src, ws)
@@ -392,34 +386,48 @@ def predict_raw(BlockSource src, const real[:, ::1] X, const real[:, ::1] coef,
     return out
 
 
-def block_features(BlockSource src, const real[:, ::1] X, Py_ssize_t n_blocks, int n_jobs=1):
+def block_features(BlockSource src, X, Py_ssize_t n_blocks, int n_jobs=1):
     """The features of the first ``n_blocks`` blocks on ``X``, shape ``(n, n_blocks * F)``.
 
     In the model's precision, each block taken from the cache or regenerated
     once; the values are those every training step and prediction computes
     (the same transform on the same tiles of rows).  Blocks are split among
     ``n_jobs`` threads; each value is computed by one thread, so the result
-    does not depend on ``n_jobs``.
+    does not depend on ``n_jobs``.  ``X`` is an array of the model's dtype
+    or a CSR matrix.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
     cdef CyFeatureMap fmap = src.fmap
-    cdef Py_ssize_t F = fmap.n_components, M = n_blocks * F
-    cdef Py_ssize_t j, r0, rows, i
+    cdef Py_ssize_t M = n_blocks * fmap.n_components
     if d != fmap.n_features_in:
         raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
     if n_blocks < 0:
         raise ValueError(f"n_blocks must be >= 0, got {n_blocks}")
-    if (sizeof(real) == 4) != src.single:
-        raise ValueError(f"X must have the model's dtype {src.dtype}")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
-    out_arr = np.empty((n, M), dtype=src.dtype)
+    cdef Rows R
+    keep_alive = rows_of(X, src.dtype, &R)
+    out = np.empty((n, M), dtype=src.dtype)
     if n == 0 or M == 0:
-        return out_arr
-    cdef real[:, ::1] out = out_arr
+        return out
     cdef int nt = _n_threads(src, n_jobs, n_blocks)
     cdef _Workspace ws = _workspace(src, nt)
-    cdef const real* X0 = &X[0, 0]
+    try:
+        if src.single:
+            _fill_features[float](src, &R, n, n_blocks, out, ws, nt)
+        else:
+            _fill_features[double](src, &R, n, n_blocks, out, ws, nt)
+    finally:
+        _give_back(src, ws)
+    fmap.raise_pending()
+    return out
+
+
+cdef void _fill_features(BlockSource src, const Rows* X, Py_ssize_t n, Py_ssize_t n_blocks,
+                         real[:, ::1] out, _Workspace ws, int nt):
+    cdef CyFeatureMap fmap = src.fmap
+    cdef Py_ssize_t F = fmap.n_components, M = n_blocks * F
+    cdef Py_ssize_t j, r0, rows, i
     cdef real* O0 = &out[0, 0]
     cdef const real* p
     cdef Work* w
@@ -430,13 +438,10 @@ def block_features(BlockSource src, const real[:, ::1] X, Py_ssize_t n_blocks, i
             r0 = 0
             while r0 < n:
                 rows = min(<Py_ssize_t>TILE, n - r0)
-                _transform(fmap, p, X0 + r0 * d, rows, d, <real*>w.phi, <real*>w.work)
+                rows_transform(fmap, p, X, r0, rows, <real*>w.phi, <real*>w.work)
                 for i in range(rows):
                     memcpy(O0 + (r0 + i) * M + j * F, <real*>w.phi + i * F, F * sizeof(real))
                 r0 = r0 + rows
-    _give_back(src, ws)
-    fmap.raise_pending()
-    return out_arr
 
 
 def gemm(const real[:, ::1] A, const real[:, ::1] B, bint transpose_a=False):
@@ -471,7 +476,7 @@ def gemm(const real[:, ::1] A, const real[:, ::1] B, bint transpose_a=False):
     return out_arr
 
 
-def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
+def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
                 const double[::1] sample_weight, const int64_t[::1] order,
                 Py_ssize_t batch_size, const double[::1] step_sizes, double alpha,
                 Py_ssize_t max_blocks, bint fit_intercept,
@@ -498,7 +503,8 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
          new iterate into the running means ``coef_avg`` and ``intercept_avg``
          (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
 
-    ``X``, ``coef`` and ``coef_avg`` have the model's dtype; ``coef`` (and
+    ``X`` (an array or a CSR matrix), ``coef`` and ``coef_avg`` have the
+    model's dtype; ``coef`` (and
     ``coef_avg``) must have room for every block the call may add.
     ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``) are
     updated in place.  ``n_jobs`` threads share the blocks of each step; the
@@ -548,12 +554,15 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
                          "batches no larger than a block; the other reuse rules and the "
                          "projection need a float64 model")
 
+    cdef Rows R
+    keep_alive = rows_of(X, src.dtype, &R)
     cdef Py_ssize_t nb_max = min(B, max(1, n_rows))
     # Every block a step evaluates: max_blocks, or more when the model already
     # has more blocks than its (lowered) budget.
     cdef Py_ssize_t keep_blocks = max(counters[0], final_blocks)
     dt = src.dtype
-    Xb_arr = np.empty((nb_max, d), dtype=dt)
+    cdef RowBatch batch = new_batch(&R, nb_max, dt,
+                                   int(np.diff(X.indptr).max()) if R.sparse and X.shape[0] else 0)
     Yb_arr = np.empty((nb_max, m), dtype=np.float64)
     U_arr = np.empty((nb_max, K), dtype=np.float64)
     G_arr = np.empty((nb_max, K), dtype=np.float64)
@@ -568,7 +577,6 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
         keep_arr = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
     cdef int nt = _n_threads(src, n_jobs, keep_blocks)
     cdef _Workspace ws = _workspace(src, nt)
-    cdef real[:, ::1] Xb = Xb_arr
     cdef real[:, ::1] Gr = Gr_arr
     cdef real[::1] parts = parts_arr
     cdef real[::1] keep = keep_arr
@@ -579,9 +587,9 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
         reuse.prepare(B, F, K)
     with _one_blas_thread():
         try:
-            _train_loop(src, loss, X, Y, sample_weight, order, B, step_sizes, alpha,
+            _train_loop(src, loss, &R, Y, sample_weight, order, B, step_sizes, alpha,
                         max_blocks, fit_intercept, coef, intercept, scale, counters,
-                        Xb, Yb, U, G, Gr, parts, ws, nt,
+                        batch, Yb, U, G, Gr, parts, ws, nt,
                         coef_avg, intercept_avg, avg_start, keep, reuse)
         finally:
             _give_back(src, ws)
@@ -590,17 +598,17 @@ def train_steps(BlockSource src, CyLoss loss, const real[:, ::1] X, const double
         reuse.raise_pending()
 
 
-cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const double[:, ::1] Y,
+cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::1] Y,
                  const double[::1] sample_weight, const int64_t[::1] order, Py_ssize_t B,
                  const double[::1] step_sizes, double alpha, Py_ssize_t max_blocks,
                  bint fit_intercept, real[:, ::1] coef, double[::1] intercept,
-                 double[::1] scale, int64_t[::1] counters, real[:, ::1] Xb,
+                 double[::1] scale, int64_t[::1] counters, RowBatch batch,
                  double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, real[:, ::1] Gr,
                  real[::1] parts, _Workspace ws, int nt,
                  real[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
                  real[::1] keep_arr, Reuse reuse):
     cdef CyFeatureMap fmap = src.fmap
-    cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
+    cdef Py_ssize_t n_rows = order.shape[0], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
@@ -609,7 +617,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
     cdef real* kept = NULL
     cdef real* P = &parts[0]
     cdef real* C0 = &coef[0, 0]
-    cdef real* XB = &Xb[0, 0]
+    cdef const Rows* XB = &batch.rows
     cdef real* GR = &Gr[0, 0]
     cdef const real* p
     cdef Work* w
@@ -622,9 +630,9 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
         if reuse is not None:
             act = reuse.action(nblk, max_blocks, counters[1])
         with nogil:
+            batch.gather(X, &order[b0], nb)
             for i in range(nb):
                 r = order[b0 + i]
-                memcpy(&Xb[i, 0], &X[r, 0], d * sizeof(real))
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
             # features are kept only when the step will need them again
             kept = keep if (nblk >= max_blocks if act < 0 else act != ACT_NEW) else NULL
@@ -633,7 +641,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                 w = &ws.w[threadid()]
                 p = <const real*>src.get(j, w.params, w.params64)
                 memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                _tile_accumulate(fmap, p, w, XB, nb, d, C0 + j * F * K, K, P + j * nb * K,
+                _tile_accumulate(fmap, p, w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
                                  kept + j * nb * F if kept != NULL else <real*>NULL)
             for i in range(nb):
                 for c in range(K):
@@ -663,17 +671,17 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
 
             if act >= 0:  # reuse modes, preconditioning (onlinekernel._reuse)
                 if real is double:
-                    nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, d, &G[0, 0], K, C0,
+                    nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, &G[0, 0], K, C0,
                                        nblk, max_blocks, counters[1], gamma, sc, factor, kept)
                 else:  # float32 models: the preconditioned 'all' steps only (checked)
-                    nblk = _precondition_step_f32(src, &ws.w[0], reuse, act, XB, nb, d,
+                    nblk = _precondition_step_f32(src, &ws.w[0], reuse, act, XB, nb,
                                                   &G[0, 0], K, C0, nblk, gamma, sc, kept)
             elif nblk < max_blocks:
                 memset(C0 + nblk * F * K, 0, F * K * sizeof(real))
                 cst = -gamma / (nb * F) / sc
                 w = &ws.w[0]
                 p = <const real*>src.get(nblk, w.params, w.params64)
-                _block_gradient(fmap, p, w, XB, nb, d, GR, K, cst, C0 + nblk * F * K)
+                _block_gradient(fmap, p, w, XB, nb, GR, K, cst, C0 + nblk * F * K)
                 nblk += 1
             else:
                 cst = -gamma / (nb * F * nblk) / sc
@@ -684,7 +692,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const real[:, ::1] X, const doubl
                     else:
                         w = &ws.w[threadid()]
                         p = <const real*>src.get(j, w.params, w.params64)
-                        _block_gradient(fmap, p, w, XB, nb, d, GR, K, cst, C0 + j * F * K)
+                        _block_gradient(fmap, p, w, XB, nb, GR, K, cst, C0 + j * F * K)
 
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
@@ -721,17 +729,17 @@ cdef double _sqnorm(const double* a, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline const double* _block_tile(BlockSource src, Work* w, const double* p,
-                                      const double* kept_j, const double* Xb, Py_ssize_t r0,
-                                      Py_ssize_t rows, Py_ssize_t d) noexcept nogil:
+                                      const double* kept_j, const Rows* Xb, Py_ssize_t r0,
+                                      Py_ssize_t rows) noexcept nogil:
     """Rows ``r0 .. r0+rows`` of a block's features: the kept ones, or evaluated."""
     if kept_j != NULL:
         return kept_j + r0 * src.fmap.n_components
-    src.fmap.transform(p, Xb + r0 * d, rows, d, <double*>w.phi, <double*>w.work)
+    rows_transform(src.fmap, p, Xb, r0, rows, <double*>w.phi, <double*>w.work)
     return <const double*>w.phi
 
 
 cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const double* kept_j,
-                      const double* Xb, Py_ssize_t nb, Py_ssize_t d, const double* G,
+                      const Rows* Xb, Py_ssize_t nb, const double* G,
                       Py_ssize_t K, double step, double sc, double* coef_j) noexcept nogil:
     """Block j's DSG step of size ``step``: coef_j += -step / (nb F sc) Phi_j^T G.
 
@@ -749,7 +757,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
     if ru.ridge <= 0.0:
         while r0 < nb:
             rows = min(<Py_ssize_t>TILE, nb - r0)
-            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
             gemm_rm(True, False, <int>F, <int>K, <int>rows, -step / (nb * F) / sc, tile,
                     <int>F, G + r0 * K, <int>K, 1.0, coef_j, <int>K)
             r0 += rows
@@ -757,7 +765,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
         if kept_j == NULL:
             while r0 < nb:
                 rows = min(<Py_ssize_t>TILE, nb - r0)
-                src.fmap.transform(p, Xb + r0 * d, rows, d, ru.phi + r0 * F, <double*>w.work)
+                rows_transform(src.fmap, p, Xb, r0, rows, ru.phi + r0 * F, <double*>w.work)
                 r0 += rows
         ru.solve_rows(kept_j if kept_j != NULL else ru.phi, nb, F, G, K, -step / nb / sc,
                       coef_j)
@@ -766,7 +774,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
         memset(ru.rhs, 0, K * F * sizeof(double))
         while r0 < nb:
             rows = min(<Py_ssize_t>TILE, nb - r0)
-            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
             gemm_rm(True, False, <int>F, <int>F, <int>rows, 1.0, tile, <int>F, tile, <int>F,
                     1.0, ru.gram, <int>F)
             gemm_rm(True, False, <int>K, <int>F, <int>rows, 1.0, G + r0 * K, <int>K, tile,
@@ -778,7 +786,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
 
 
 cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
-                         const double* kept_j, const double* Xb, Py_ssize_t nb, Py_ssize_t d,
+                         const double* kept_j, const Rows* Xb, Py_ssize_t nb,
                          const double* G, Py_ssize_t K, double gamma, double sc,
                          const double* coef_j) noexcept nogil:
     """CDSG's safe step of block j (eq. 9); leaves D_j = -Phi_j^T G / (nb F) in ru.direction."""
@@ -792,7 +800,7 @@ cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
     memset(ru.direction, 0, F * K * sizeof(double))
     while r0 < nb:
         rows = min(<Py_ssize_t>TILE, nb - r0)
-        tile = _block_tile(src, w, p, kept_j, Xb, r0, rows, d)
+        tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
         gemm_rm(True, False, <int>F, <int>K, <int>rows, -1.0 / (nb * F), tile, <int>F,
                 G + r0 * K, <int>K, 1.0, ru.direction, <int>K)
         for i in range(rows):  # sum over rows of |d_b|^2 F^2 = |phi_b|^2 |g_b|^2
@@ -811,8 +819,8 @@ cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
     return safe_step(bb, bd, dd, var, nb, gamma)
 
 
-cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const double* Xb,
-                            Py_ssize_t nb, Py_ssize_t d, const double* G, Py_ssize_t K,
+cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const Rows* Xb,
+                            Py_ssize_t nb, const double* G, Py_ssize_t K,
                             double* coef, Py_ssize_t nblk, Py_ssize_t max_blocks, int64_t t,
                             double gamma, double sc, double factor,
                             const double* kept) noexcept nogil:
@@ -833,22 +841,22 @@ cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const d
         memset(coef + j * FK, 0, FK * sizeof(double))
         _move_block(src, w, ru, j,
                     kept + j * nb * F if (kept != NULL and act == ACT_REPLACE) else NULL,
-                    Xb, nb, d, G, K, gamma, sc, coef + j * FK)
+                    Xb, nb, G, K, gamma, sc, coef + j * FK)
         return nblk + 1 if act == ACT_NEW else nblk
     if act == ACT_ONE:
         j = ru.pick(t, nblk)
-        _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb, d, G,
+        _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb, G,
                     K, gamma, sc, coef + j * FK)
         return nblk
     if act == ACT_ALL:
         for j in range(nblk):
-            _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb, d,
+            _move_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb,
                         G, K, gamma / nblk, sc, coef + j * FK)
         return nblk
     # ACT_CHECK: the block with the largest safe step, if it beats a new block
     for j in range(nblk):
         eta = _check_block(src, w, ru, j, kept + j * nb * F if kept != NULL else NULL, Xb, nb,
-                           d, G, K, gamma, sc, coef + j * FK)
+                           G, K, gamma, sc, coef + j * FK)
         if eta > best:
             best, jbest = eta, j
             tmp = ru.best  # keep D_j of the best block
@@ -856,7 +864,7 @@ cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const d
             ru.direction = tmp
     if best < gamma and nblk < max_blocks:
         memset(coef + nblk * FK, 0, FK * sizeof(double))
-        _move_block(src, w, ru, nblk, NULL, Xb, nb, d, G, K, gamma, sc, coef + nblk * FK)
+        _move_block(src, w, ru, nblk, NULL, Xb, nb, G, K, gamma, sc, coef + nblk * FK)
         return nblk + 1
     if jbest >= 0 and best > 0.0:
         before = _sqnorm(coef + jbest * FK, FK) if ru.radius > 0.0 else 0.0
@@ -868,7 +876,7 @@ cdef Py_ssize_t _reuse_step(BlockSource src, Work* w, Reuse ru, int act, const d
 
 
 cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int act,
-                                       const float* Xb, Py_ssize_t nb, Py_ssize_t d,
+                                       const Rows* Xb, Py_ssize_t nb,
                                        const double* G, Py_ssize_t K, float* coef,
                                        Py_ssize_t nblk, double gamma, double sc,
                                        const float* kept) noexcept nogil:
@@ -899,7 +907,7 @@ cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int a
             r0 = 0
             while r0 < nb:
                 rows = min(<Py_ssize_t>TILE, nb - r0)
-                src.fmap.transform_f32(p, Xb + r0 * d, rows, d, phi, <float*>w.work)
+                rows_transform(src.fmap, p, Xb, r0, rows, phi, <float*>w.work)
                 for i in range(rows * F):
                     ru.phi[r0 * F + i] = phi[i]
                 r0 += rows

@@ -3,12 +3,30 @@
 import numbers
 
 import numpy as np
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._random cimport ok_fill_normal
-from onlinekernel._linalg cimport gemm_rm
+from onlinekernel._linalg cimport csr_project, gemm_rm
 
 cdef double SQRT2 = 1.4142135623730951
+
+
+cdef inline void _rectify(int order, double* out, Py_ssize_t total) noexcept nogil:
+    """The arc-cosine feature of each projection: sqrt(2) * step(z) z^order."""
+    cdef Py_ssize_t i
+    cdef double z
+    # one branch-free loop per order so the compiler vectorises each
+    if order == 0:
+        for i in range(total):
+            out[i] = SQRT2 if out[i] > 0.0 else 0.0
+    elif order == 1:
+        for i in range(total):
+            z = out[i]
+            out[i] = SQRT2 * z if z > 0.0 else 0.0
+    else:
+        for i in range(total):
+            z = out[i]
+            out[i] = SQRT2 * z * z if z > 0.0 else 0.0
 
 
 cdef class ArcCosine(CyFeatureMap):
@@ -81,21 +99,17 @@ cdef class ArcCosine(CyFeatureMap):
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
         cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        cdef Py_ssize_t i, total = n * F
-        cdef double z
         gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        # one branch-free loop per order so the compiler vectorises each
-        if self.order == 0:
-            for i in range(total):
-                out[i] = SQRT2 if out[i] > 0.0 else 0.0
-        elif self.order == 1:
-            for i in range(total):
-                z = out[i]
-                out[i] = SQRT2 * z if z > 0.0 else 0.0
-        else:
-            for i in range(total):
-                z = out[i]
-                out[i] = SQRT2 * z * z if z > 0.0 else 0.0
+        _rectify(self.order, out, n * F)
+
+    cdef void transform_csr(self, const double* params, const int64_t* indptr,
+                            const int32_t* indices, const double* data, Py_ssize_t n,
+                            double* out, double* work) noexcept nogil:
+        cdef Py_ssize_t F = self.n_components
+        if not csr_project(params, F, self.n_features_in, indptr, indices, data, n, out, F):
+            self._out_of_memory(b"arccos transform_csr", n * self.n_components, <void*>out, 0)
+            return
+        _rectify(self.order, out, n * F)
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""

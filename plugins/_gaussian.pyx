@@ -2,10 +2,10 @@
 """Random Fourier features of the Gaussian (RBF) kernel."""
 import numpy as np
 from libc.math cimport sqrt
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile, ok_cos_tile_f32
-from onlinekernel._linalg cimport gemm_rm, gemm_rm_f32
+from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -94,6 +94,44 @@ cdef class Gaussian(CyFeatureMap):
             ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
         else:
             gemm_rm_f32(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
+            ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+
+    cdef void transform_csr(self, const double* params, const int64_t* indptr,
+                            const int32_t* indices, const double* data, Py_ssize_t n,
+                            double* out, double* work) noexcept nogil:
+        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
+        if self.pairs:
+            if not csr_project(params, h, d, indptr, indices, data, n, out, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
+                return
+            if not csr_project(params, h, d, indptr, indices, data, n, out + h, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
+                return
+            ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
+            ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
+        else:
+            if not csr_project(params, F, d, indptr, indices, data, n, out, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
+                return
+            ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+
+    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
+                                const int32_t* indices, const float* data, Py_ssize_t n,
+                                float* out, float* work) noexcept nogil:
+        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
+        if self.pairs:
+            if not csr_project(params, h, d, indptr, indices, data, n, out, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
+                return
+            if not csr_project(params, h, d, indptr, indices, data, n, out + h, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
+                return
+            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
+            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
+        else:
+            if not csr_project(params, F, d, indptr, indices, data, n, out, F):
+                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
+                return
             ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):

@@ -2,10 +2,10 @@
 """Random Fourier features of the Laplacian (L1) kernel."""
 import numpy as np
 from libc.math cimport INFINITY
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._random cimport ok_fill_cauchy, ok_fill_uniform, ok_cos_tile
-from onlinekernel._linalg cimport gemm_rm
+from onlinekernel._linalg cimport csr_project, gemm_rm
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -69,6 +69,15 @@ cdef class Laplacian(CyFeatureMap):
         gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
         # heavy-tailed weights give the odd huge argument; ok_cos_tile then takes its
         # exact scalar path for that tile
+        ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+
+    cdef void transform_csr(self, const double* params, const int64_t* indptr,
+                            const int32_t* indices, const double* data, Py_ssize_t n,
+                            double* out, double* work) noexcept nogil:
+        cdef Py_ssize_t d = self.n_features_in, F = self.n_components
+        if not csr_project(params, F, d, indptr, indices, data, n, out, F):
+            self._out_of_memory(b"laplacian transform_csr", n * self.n_components, <void*>out, 0)
+            return
         ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.linalg
 
 from onlinekernel._solver import block_features, gemm
+from onlinekernel.solvers._features import as_rows
 
 __all__ = ["EigenPro", "Iterate", "max_curvature"]
 
@@ -187,7 +188,7 @@ class EigenPro:
         for s in range(0, order.shape[0], batch_size):
             rows = order[s:s + batch_size]
             B = rows.shape[0]
-            Xb = np.ascontiguousarray(X[rows])
+            Xb = as_rows(X[rows], dt)
             Phi = block_features(src, Xb, M // src.fmap.n_components, n_jobs)
             U = gemm(Phi, it.coef).astype(np.float64) + it.intercept
             G = loss.gradient(Y[rows], U) * sw[rows, None]

@@ -17,12 +17,12 @@ cdef extern from "src/oklinalg.h" nogil:
     void ok_gemm_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                      float* C, int64_t ldc)
-    int ok_csr_gemm(int64_t n, int64_t F, int64_t d, const int64_t* indptr,
-                    const int32_t* indices, const double* data, const double* W, double* out,
-                    int64_t ldo)
-    int ok_csr_gemm_f32(int64_t n, int64_t F, int64_t d, const int64_t* indptr,
-                        const int32_t* indices, const float* data, const float* W, float* out,
-                        int64_t ldo)
+    void ok_csr_gemm(int64_t n, int64_t F, int64_t d, const int64_t* indptr,
+                     const int32_t* indices, const double* data, const double* W, double* out,
+                     int64_t ldo)
+    void ok_csr_gemm_f32(int64_t n, int64_t F, int64_t d, const int64_t* indptr,
+                         const int32_t* indices, const float* data, const float* W,
+                         float* out, int64_t ldo)
 
 # The precisions of the compiled loops (float32 and float64 models).
 ctypedef fused real:
@@ -44,7 +44,7 @@ cdef inline void gemm_rm_f32(bint trans_a, bint trans_b, int m, int n, int k, fl
     ok_gemm_f32(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef inline bint csr_project(const real* W, Py_ssize_t F, Py_ssize_t d, const int64_t* indptr,
+cdef inline void csr_project(const real* W, Py_ssize_t F, Py_ssize_t d, const int64_t* indptr,
                              const int32_t* indices, const real* data, Py_ssize_t n,
                              real* out, Py_ssize_t ldo) noexcept nogil:
     """out (n x F, leading dimension ldo) = X W^T for the n CSR rows of X and W (F x d).
@@ -53,8 +53,9 @@ cdef inline bint csr_project(const real* W, Py_ssize_t F, Py_ssize_t d, const in
     the same bits on rows with sorted, distinct column indices
     (``src/oklinalg.h``): a row costs ``nnz * F`` products instead of
     ``d * F``.  ``indptr`` holds the n + 1 offsets of the rows into
-    ``indices`` and ``data``.  False when its scratch could not be allocated.
+    ``indices`` and ``data``.
     """
     if real is float:
-        return ok_csr_gemm_f32(n, F, d, indptr, indices, data, W, out, ldo) == 0
-    return ok_csr_gemm(n, F, d, indptr, indices, data, W, out, ldo) == 0
+        ok_csr_gemm_f32(n, F, d, indptr, indices, data, W, out, ldo)
+    else:
+        ok_csr_gemm(n, F, d, indptr, indices, data, W, out, ldo)

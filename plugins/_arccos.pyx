@@ -106,9 +106,7 @@ cdef class ArcCosine(CyFeatureMap):
                             const int32_t* indices, const double* data, Py_ssize_t n,
                             double* out, double* work) noexcept nogil:
         cdef Py_ssize_t F = self.n_components
-        if not csr_project(params, F, self.n_features_in, indptr, indices, data, n, out, F):
-            self._out_of_memory(b"arccos transform_csr", n * self.n_components, <void*>out, 0)
-            return
+        csr_project(params, F, self.n_features_in, indptr, indices, data, n, out, F)
         _rectify(self.order, out, n * F)
 
     def kernel(self, X, Y):

@@ -101,18 +101,12 @@ cdef class Gaussian(CyFeatureMap):
                             double* out, double* work) noexcept nogil:
         cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
         if self.pairs:
-            if not csr_project(params, h, d, indptr, indices, data, n, out, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
-                return
-            if not csr_project(params, h, d, indptr, indices, data, n, out + h, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
-                return
+            csr_project(params, h, d, indptr, indices, data, n, out, F)
+            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
             ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
             ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
         else:
-            if not csr_project(params, F, d, indptr, indices, data, n, out, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 0)
-                return
+            csr_project(params, F, d, indptr, indices, data, n, out, F)
             ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
@@ -120,18 +114,12 @@ cdef class Gaussian(CyFeatureMap):
                                 float* out, float* work) noexcept nogil:
         cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
         if self.pairs:
-            if not csr_project(params, h, d, indptr, indices, data, n, out, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
-                return
-            if not csr_project(params, h, d, indptr, indices, data, n, out + h, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
-                return
+            csr_project(params, h, d, indptr, indices, data, n, out, F)
+            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
             ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
             ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
         else:
-            if not csr_project(params, F, d, indptr, indices, data, n, out, F):
-                self._out_of_memory(b"gaussian transform_csr", n * self.n_components, <void*>out, 1)
-                return
+            csr_project(params, F, d, indptr, indices, data, n, out, F)
             ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):

@@ -75,9 +75,7 @@ cdef class Laplacian(CyFeatureMap):
                             const int32_t* indices, const double* data, Py_ssize_t n,
                             double* out, double* work) noexcept nogil:
         cdef Py_ssize_t d = self.n_features_in, F = self.n_components
-        if not csr_project(params, F, d, indptr, indices, data, n, out, F):
-            self._out_of_memory(b"laplacian transform_csr", n * self.n_components, <void*>out, 0)
-            return
+        csr_project(params, F, d, indptr, indices, data, n, out, F)
         ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):

@@ -252,67 +252,63 @@ static void ok_cholesky_solve(int64_t n, int64_t k, const double *L, double *B)
  * data[t] and W[j][indices[t]], for W (F x d, row-major).  With sorted,
  * distinct column indices this is bit for bit ok_gemm(X, W^T) on the dense
  * rows: a zero entry leaves the chain exactly as it was.  A row costs
- * nnz * F multiply-adds instead of d * F.  W is first transposed into the
- * scratch wt (d x F) so that each entry's update is one contiguous run, which
- * the AVX2/AVX-512 clones vectorise across j (lanes never cross the chain).
+ * nnz * F multiply-adds instead of d * F, whatever d is.  Four chains (four
+ * rows of W) run side by side to hide the latency of the gathered loads.
  */
 #define OK_CSR_ROWS(NAME, T, FMA)                                                         \
-static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *indices,     \
-                 const T *data, const T *wt, T *out, int64_t ldo)                         \
+static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
+                 const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
-    int64_t i, t, j;                                                                     \
+    int64_t i, j, t;                                                                     \
     for (i = 0; i < n; i++) {                                                            \
         T *o = out + i * ldo;                                                            \
-        for (j = 0; j < F; j++)                                                          \
-            o[j] = (T)0;                                                                 \
-        for (t = indptr[i]; t < indptr[i + 1]; t++) {                                    \
-            const T x = data[t];                                                         \
-            const T *w = wt + (int64_t)indices[t] * F;                                   \
-            for (j = 0; j < F; j++)                                                      \
-                o[j] = FMA(x, w[j], o[j]);                                               \
+        const int64_t t0 = indptr[i], t1 = indptr[i + 1];                                \
+        for (j = 0; j + 4 <= F; j += 4) {                                                \
+            const T *w0 = W + j * d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;           \
+            T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                            \
+            for (t = t0; t < t1; t++) {                                                  \
+                const T x = data[t];                                                     \
+                const int32_t c = indices[t];                                            \
+                s0 = FMA(x, w0[c], s0);                                                  \
+                s1 = FMA(x, w1[c], s1);                                                  \
+                s2 = FMA(x, w2[c], s2);                                                  \
+                s3 = FMA(x, w3[c], s3);                                                  \
+            }                                                                            \
+            o[j] = s0; o[j + 1] = s1; o[j + 2] = s2; o[j + 3] = s3;                      \
+        }                                                                                \
+        for (; j < F; j++) {                                                             \
+            const T *w = W + j * d;                                                      \
+            T s = 0;                                                                     \
+            for (t = t0; t < t1; t++)                                                    \
+                s = FMA(data[t], w[indices[t]], s);                                      \
+            o[j] = s;                                                                    \
         }                                                                                \
     }                                                                                    \
 }
 #ifdef OK_LINALG_X86
-__attribute__((target("avx512f"))) OK_CSR_ROWS(ok__csr_d_avx512, double, fma)
-__attribute__((target("avx512f"))) OK_CSR_ROWS(ok__csr_f_avx512, float, fmaf)
-__attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_d_avx2, double, fma)
-__attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_f_avx2, float, fmaf)
+/* fma() becomes one instruction where the CPU has FMA; elsewhere a libm call */
+__attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_d_fma, double, fma)
+__attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_f_fma, float, fmaf)
 #endif
 OK_CSR_ROWS(ok__csr_d_portable, double, fma)
 OK_CSR_ROWS(ok__csr_f_portable, float, fmaf)
 
-/* Returns 0, or -1 when the scratch for W^T cannot be allocated. */
-#ifdef OK_LINALG_X86
-#define OK_CSR_PICK(D512, D2, DP) \
-    (isa == 2 ? D512 : isa == 1 ? D2 : DP)
-#else
-#define OK_CSR_PICK(D512, D2, DP) DP
-#endif
-#define OK_DEFINE_CSR(NAME, T, D512, D2, DP)                                                  \
+#define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE)                                                \
 __attribute__((unused))                                                                  \
-static int NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                   \
-                const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)   \
+static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
+                 const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
-    int64_t j, p;                                                                        \
-    int isa = ok_linalg_isa();                                                           \
-    T *wt = (T *)malloc((size_t)(d > 0 ? d : 1) * (size_t)(F > 0 ? F : 1) * sizeof(T));  \
-    if (wt == NULL)                                                                      \
-        return -1;                                                                       \
-    for (j = 0; j < F; j++)                                                              \
-        for (p = 0; p < d; p++)                                                          \
-            wt[p * F + j] = W[j * d + p];                                                \
-    (void)isa;                                                                           \
-    OK_CSR_PICK(D512, D2, DP)(n, F, indptr, indices, data, wt, out, ldo);                \
-    free(wt);                                                                            \
-    return 0;                                                                            \
+    if (ok_linalg_isa() >= 1)                                                            \
+        FAST(n, F, d, indptr, indices, data, W, out, ldo);                               \
+    else                                                                                 \
+        PORTABLE(n, F, d, indptr, indices, data, W, out, ldo);                           \
 }
 #ifdef OK_LINALG_X86
-OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_avx512, ok__csr_d_avx2, ok__csr_d_portable)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_avx512, ok__csr_f_avx2, ok__csr_f_portable)
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_fma, ok__csr_d_portable)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_fma, ok__csr_f_portable)
 #else
-OK_DEFINE_CSR(ok_csr_gemm, double, NULL, NULL, ok__csr_d_portable)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, NULL, NULL, ok__csr_f_portable)
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable)
 #endif
 
 #endif

@@ -6,7 +6,7 @@ Usage (``python -m onlinekernel ...`` works the same)::
     onlinekernel train data.csv --holdout 0.1 -o model.okm
     onlinekernel train data.csv --target label --loss logistic --gamma 0.5 \\
         --kernel-param pairs=true --chunk-size 50000 --epochs 2 -o model.okm
-    onlinekernel train house.csv --task regress --standardize -o house.okm
+    onlinekernel train house.csv --task regress      # writes house.okm
     onlinekernel train a9a.libsvm --n-features 123 -o a9a.okm
     onlinekernel predict model.okm new.csv -o predictions.txt
     onlinekernel predict model.okm new.csv --proba -o probabilities.csv
@@ -29,35 +29,53 @@ features is ``--n-features`` or else the largest index in the file.  See
 :mod:`onlinekernel._io`.
 
 **Training** streams each chunk through ``partial_fit`` in file order
-(shuffle a file that is sorted by target).  Before that, one cheap pass over
-the file is made when something must be known in advance: the class labels
-of a classifier (unless ``--classes`` lists them; for CSV this pass reads only
-the target column), the width of an svmlight file without ``--n-features``,
-and the feature means and deviations for ``--standardize``.  The task is
-``--task``, or regression when ``--loss`` is a loss for real targets, or
-classification.  ``--seed`` (default 0) seeds the model and the holdout, so a
-command trains the same model every time; training from a file gives exactly
-the model that ``partial_fit`` on the same chunks gives in Python.
+(shuffle a file that is sorted by target), in passes over the file that stop
+by scikit-learn's rule: when the score has not improved by ``--tol``
+(default 1e-3) for ``--n-iter-no-change`` passes in a row (default 5), or
+after ``--max-iter`` passes (default 1000).  ``--epochs N`` instead trains
+exactly ``N`` passes (``--max-iter N --tol none``).  Before that, one cheap
+pass over the file is made when something must be known in advance: the
+class labels of a classifier (unless ``--classes`` lists them; for CSV this
+pass reads only the target column), the width of an svmlight file without
+``--n-features``, and the feature means and deviations for
+``--standardize``.  The task is ``--task``, or regression when ``--loss`` is
+a loss for real targets, or classification.  ``--seed`` (default 0) seeds the
+model and the holdout, so a command trains the same model every time;
+training from a file gives exactly the model that ``partial_fit`` on the same
+chunks gives in Python.  Without ``-o`` the model is written to the input's
+name with ``.okm`` in the working directory (``data.csv``: ``data.okm``),
+which is said on stderr; an existing file of that name is never replaced
+(the command stops before training).
 
 * ``--holdout F`` holds out a fraction ``F`` of the rows, chosen by a hash of
   the row index and the seed (the same rows on every epoch and every run).
-  They are never trained on, and are scored after training: accuracy for
+  They are never trained on; they are scored after each pass for the
+  stopping rule (as scikit-learn's ``early_stopping`` scores its
+  ``validation_fraction``) and reported after training: accuracy for
   classification, R² and RMSE for regression (from memory when they fit in
-  64 MiB, else by one more pass over the file).
-* The progress on stderr (rewritten in place on a terminal, one line per
-  ``--progress-every`` chunks otherwise) shows rows read, rows per second and
-  the *progressive* metric: every 10th row of a chunk (``--progressive``
-  sets the fraction) is scored by the model before it is trained on the
-  chunk -- an out-of-sample estimate during the first epoch; in later
-  epochs, shown as the *running* metric, the rows were trained on before.
+  64 MiB, else by one more pass over the file).  Without a holdout, the
+  stopping rule uses the progressive metric below.
+* The progress on stderr shows rows read, rows per second and the
+  *progressive* metric: every 10th row of a chunk (``--progressive`` sets
+  the fraction) is scored by the model before it is trained on the chunk --
+  an out-of-sample estimate during the first epoch; in later epochs, shown as
+  the *running* metric, the rows were trained on before.  On a terminal with
+  tqdm installed (the ``progress`` extra: ``pip install ".[progress]"``)
+  each pass is a progress bar with the time left; otherwise a plain line is
+  written every ``--progress-every`` chunks and at the end of each pass.
   ``--quiet`` hides the progress; the summary on stdout stays.
-* ``--standardize`` scales every feature to zero mean and unit variance
-  using the training rows of the first pass.  The scaling is part of the
-  model (its ``input_scaling`` parameter) and of its file: ``predict``,
-  ``evaluate`` and ``onlinekernel.load``'s model apply it by themselves.
-  (Older versions wrote it beside the model as ``MODEL.scaling.npz``;
-  ``predict`` and ``evaluate`` still apply such a file to a model without
-  a scaling of its own, and training to ``-o MODEL`` removes it.)
+* ``--standardize`` (the default for regression; ``--no-standardize`` turns
+  it off) scales every feature to zero mean and unit variance using the
+  training rows of the first pass.  ``gamma='scale'`` assumes comparable
+  feature scales: on cadata the default regressor reaches a test R² of 0.72
+  with it, 0.28 without.  For classification it is off by default, as it
+  helped on some data sets (magic04, letter) and hurt on others (usps, a9a).
+  The scaling is part of the model (its ``input_scaling`` parameter) and of
+  its file: ``predict``, ``evaluate`` and ``onlinekernel.load``'s model apply
+  it by themselves.  (Older versions wrote it beside the model as
+  ``MODEL.scaling.npz``; ``predict`` and ``evaluate`` still apply such a file
+  to a model without a scaling of its own, and training to ``-o MODEL``
+  removes it.)
 
 **Models** are written with ``model.save(path)`` and read with
 :func:`onlinekernel.load` (see :mod:`onlinekernel.modelfile`).
@@ -127,12 +145,23 @@ class UsageError(ValueError):
 # ---------------------------------------------------------------------- #
 # progress and metrics
 # ---------------------------------------------------------------------- #
+def _tqdm():
+    """tqdm's progress bar class, or None when tqdm (the ``progress`` extra) is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
 class Progress:
     """Progress of passes over data, written to a text stream (stderr).
 
-    On a terminal the line is rewritten in place (``\\r``); otherwise one line
-    is written every ``every`` updates and at the end of each pass, so logs
-    stay short.
+    On a terminal, with tqdm installed (the ``progress`` extra),
+    each pass is a tqdm bar: rows, rows per second, the time left and the
+    metric.  Otherwise (not a terminal, or no tqdm) one plain line is written
+    every ``every`` updates and at the end of each pass, with no carriage
+    returns, so logs stay short and readable.
 
     Parameters
     ----------
@@ -140,9 +169,16 @@ class Progress:
     quiet : bool, default=False
         Write nothing.
     every : int, default=10
-        Updates (chunks) per line when ``stream`` is not a terminal.
+        Updates (chunks) per line when there is no bar.
     tty : bool, optional
-        Override the terminal detection.
+        Override the terminal detection (``stream.isatty()``).
+
+    Attributes
+    ----------
+    tty : bool
+        Whether ``stream`` is taken for a terminal.
+    bar : bool
+        Whether passes are shown as tqdm bars.
 
     Examples
     --------
@@ -160,7 +196,7 @@ class Progress:
     <BLANKLINE>
     """
 
-    _unfinished = None  # the instance whose line a terminal shows unfinished
+    _unfinished = None  # the instance whose bar is still open (closed before an error message)
 
     def __init__(self, stream=None, *, quiet=False, every=10, tty=None):
         self.stream = sys.stderr if stream is None else stream
@@ -172,72 +208,92 @@ class Progress:
             except (AttributeError, ValueError):
                 tty = False
         self.tty = tty
-        self._label = None
+        self._tqdm = _tqdm() if tty and not quiet else None
+        self.bar = self._tqdm is not None
+        self._bar = None
+        self._text = None
 
-    def start(self, label):
-        """Begin a pass named ``label`` (``"epoch 1/3"``, ``"holdout"``...)."""
+    def start(self, label, total=None):
+        """Begin a pass named ``label`` (``"epoch 1/3"``, ``"holdout"``...) of ``total`` rows.
+
+        Without ``total`` (the first pass over a file), the bar estimates it
+        from the fraction of the file read.
+        """
+        self._close()
         self._label = label
+        self._total = total
         self._t0 = time.perf_counter()
         self._updates = 0
         self._shown = -1
-        self._width = 0
-        self._last_draw = 0.0
         self._text = None
+        if self.bar and not self.quiet:
+            self._bar = self._tqdm(total=total, desc=label, unit=" rows", unit_scale=True,
+                                   file=self.stream, leave=True, mininterval=0.1,
+                                   dynamic_ncols=True)
+            Progress._unfinished = self
 
     def update(self, rows, done=None, metric=None):
         """Report ``rows`` read so far, the fraction ``done`` and ``metric=(name, value)``."""
         if self.quiet:
             return
         self._updates += 1
+        shown = metric is not None and metric[1] is not None
+        if self._bar is not None:
+            if self._total is None and done:
+                self._bar.total = max(rows, int(round(rows / done)))  # for the time left
+            if shown:
+                self._bar.set_postfix_str(f"{metric[0]} {metric[1]:.4f}", refresh=False)
+            self._bar.update(rows - self._bar.n)
+            return
         elapsed = max(time.perf_counter() - self._t0, 1e-9)
         parts = [f"{self._label}  {done:4.0%}" if done is not None else self._label,
                  f"{rows:,d} rows", f"{rows / elapsed:,.0f} rows/s"]
-        if metric is not None and metric[1] is not None:
+        if shown:
             parts.append(f"{metric[0]} {metric[1]:.4f}")
         self._text = " | ".join(parts)
-        if self.tty:
-            now = time.perf_counter()
-            if now - self._last_draw >= 0.1:
-                self._draw()
-                self._last_draw = now
-        elif self._updates % self.every == 0:
+        if self._updates % self.every == 0:
             self.stream.write(self._text + "\n")
             self._shown = self._updates
             self.stream.flush()
 
-    def _draw(self):
-        pad = max(0, self._width - len(self._text))
-        self.stream.write("\r" + self._text + " " * pad)
-        self._width = len(self._text)
-        self.stream.flush()
-        Progress._unfinished = self
-
     def finish(self):
         """End the pass: its last state stays on screen."""
+        if self._bar is not None:
+            self._bar.total = self._bar.n  # the pass is complete, whatever was estimated
+            self._bar.refresh()
+            self._close()
+            return
         if self.quiet or self._text is None:
             return
-        if self.tty:
-            self._draw()
-            self.stream.write("\n")
-            Progress._unfinished = None
-        elif self._shown != self._updates:
+        if self._shown != self._updates:
             self.stream.write(self._text + "\n")
         self.stream.flush()
         self._text = None
 
+    def _close(self):
+        bar, self._bar = self._bar, None
+        if Progress._unfinished is self:
+            Progress._unfinished = None
+        if bar is not None:
+            bar.close()
+
     @classmethod
     def break_line(cls):
-        """End a line left unfinished on a terminal (before an error message)."""
-        p, cls._unfinished = cls._unfinished, None
+        """Close a bar left open on a terminal (before an error message)."""
+        p = cls._unfinished
         if p is not None:
             with contextlib.suppress(OSError, ValueError):
-                p.stream.write("\n")
+                p._close()
 
     def note(self, text):
         """A one-line message (not part of a pass)."""
-        if not self.quiet:
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._tqdm.write(text, file=self.stream)  # above the bar, which is redrawn
+        else:
             self.stream.write(text + "\n")
-            self.stream.flush()
+        self.stream.flush()
 
 
 class _Score:
@@ -378,6 +434,18 @@ def _unit(text):
         v = -1.0
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], got {text!r}")
+    return v
+
+
+def _tol(text):
+    if text.lower() == "none":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'none', got {text!r}")
     return v
 
 
@@ -582,7 +650,88 @@ def _classes_from_option(text, source):
     return np.unique(convert_labels(raw, label_kind(raw), None, "--classes"))
 
 
+# scikit-learn's stopping rule on a validation score, with its defaults: those
+# of SGDClassifier and SGDRegressor (max_iter and n_iter_no_change are also
+# DSGClassifier's and DSGRegressor's; their tol of 1e-4 applies to a loss).
+# On cadata (--task regress --holdout 0.2), tol=1e-4 took 83 passes (36 s) for a
+# holdout R2 of 0.733, tol=1e-3 18 passes (10 s) for 0.719.
+_STOPPING = {"max_iter": 1000, "tol": 1e-3, "n_iter_no_change": 5}
+
+
+def _stopping_rule(args):
+    """``(max_iter, tol, n_iter_no_change)`` of ``train``; ``tol=None``: ``max_iter`` passes.
+
+    ``--epochs N`` is ``max_iter=N, tol=None``, and is refused together with
+    an option of the stopping rule.
+    """
+    given = {k: getattr(args, k) for k in _STOPPING if hasattr(args, k)}
+    if hasattr(args, "epochs"):
+        if given:
+            names = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise UsageError(f"--epochs {args.epochs} trains exactly {args.epochs} passes, "
+                             f"without the stopping rule that {names} set; give one or the "
+                             f"other (--epochs N is --max-iter N --tol none)")
+        return args.epochs, None, _STOPPING["n_iter_no_change"]
+    rule = {**_STOPPING, **given}
+    return rule["max_iter"], rule["tol"], rule["n_iter_no_change"]
+
+
+class _Stopper:
+    """scikit-learn's ``n_iter_no_change`` rule on a score to maximise (accuracy, R²).
+
+    As ``SGDClassifier`` and ``SGDRegressor`` with ``early_stopping`` treat
+    their validation score: a pass improves when its score is at least the
+    best one so far plus ``tol``; the rule holds after ``n_iter_no_change``
+    passes in a row without improvement.  An undefined score (``None``: R²
+    of a constant target) is no improvement.
+    """
+
+    def __init__(self, tol, n_iter_no_change):
+        self.tol = tol
+        self.patience = n_iter_no_change
+        self.best = None
+        self.best_epoch = 0
+        self.stalled = 0
+
+    def add(self, epoch, value):
+        """Record the score after pass ``epoch``; True when the rule holds."""
+        if value is not None and (self.best is None or value >= self.best + self.tol):
+            self.stalled = 0
+        else:
+            self.stalled += 1
+        if value is not None and (self.best is None or value > self.best):
+            self.best, self.best_epoch = value, epoch
+        return self.stalled >= self.patience
+
+
+def _score_holdout(model, task, kept, source, args, kind, progress):
+    """The model's score on the held-out rows: from memory (``kept``), else by a pass."""
+    score = _Score(task)
+    if kept is not None:
+        for X, y in kept:
+            score.add(y, model.predict(X))
+        return score
+    what = "label" if task == "classify" else "target"
+    progress.start("holdout")
+    rows = 0
+    for chunk in source.chunks(args.chunk_size):
+        rows += chunk.X.shape[0]
+        mask = holdout_mask(chunk.start, chunk.X.shape[0], args.holdout, args.seed)
+        if mask.any():
+            y = convert_labels(chunk.y, kind, chunk, args.input, what)[mask]
+            score.add(y, model.predict(chunk.X[mask]))
+        progress.update(rows, chunk.done, None)
+    progress.finish()
+    return score
+
+
 def _train(args, out, err):
+    max_iter, tol, patience = _stopping_rule(args)
+    stride = _stride(args.progressive)
+    if tol is not None and args.holdout == 0 and not stride:
+        raise UsageError("the stopping rule needs a score: hold out rows with --holdout, or "
+                         "keep --progressive above 0; or train a fixed number of passes with "
+                         "--epochs N")
     default_output = not args.output
     if default_output:
         # a trained model is never thrown away: INPUT's name with .okm, here,
@@ -593,6 +742,7 @@ def _train(args, out, err):
                              f"choose where to write the model with -o")
     check_writable(args.output)  # before the training it would otherwise lose
     model, task = _build_model(args)
+    standardize = task == "regress" if args.standardize is None else args.standardize
     progress = _progress(args, err)
     fmt = detect_format(args.input) if args.format == "auto" else args.format
     source = _open(args, args.input, "required",
@@ -607,8 +757,8 @@ def _train(args, out, err):
         kind = "native" if source.format == "npz" else kind_of_classes(classes)
     need_classes = task == "classify" and classes is None
     scaling = None
-    if need_classes or args.standardize or source.n_features is None:
-        raw, scaling, rows = _scan(source, args, progress, need_classes, args.standardize)
+    if need_classes or standardize or source.n_features is None:
+        raw, scaling, rows = _scan(source, args, progress, need_classes, standardize)
         if need_classes:
             # text labels that are all integers become integers, and so on
             kind = label_kind(raw)
@@ -627,11 +777,14 @@ def _train(args, out, err):
     t0 = time.perf_counter()
     trained = held = 0
     running = None
-    stride = _stride(args.progressive)
     kept, kept_bytes = [], 0  # the held-out rows, while they fit in _HOLDOUT_BYTES
-    for epoch in range(1, args.epochs + 1):
+    stopper = None if tol is None else _Stopper(tol, patience)
+    converged = False
+    held_score = None  # the holdout's score after the last pass, when the rule needed it
+    total = None  # rows in the file, once read
+    for epoch in range(1, max_iter + 1):
         running = _Score(task)
-        progress.start(f"epoch {epoch}/{args.epochs}")
+        progress.start(f"epoch {epoch}" if stopper else f"epoch {epoch}/{max_iter}", total)
         rows = 0
         for chunk in source.chunks(args.chunk_size):
             n = chunk.X.shape[0]
@@ -662,56 +815,79 @@ def _train(args, out, err):
                 trained += X.shape[0]
             progress.update(rows, chunk.done, _metric(running, epoch))
         progress.finish()
+        total = rows
         if rows == 0:
             raise InputError(f"{args.input}: no data rows")
         if not hasattr(model, "_coef"):
             raise InputError(f"{args.input}: every row is held out (--holdout {args.holdout}); "
                              f"there is nothing to train on")
+        if stopper is None:
+            continue
+        # the stopping rule scores the holdout (scikit-learn's early_stopping),
+        # else the rows scored before each chunk was trained on
+        if held:
+            held_score = _score_holdout(model, task, kept, source, args, kind, progress)
+            name, value = held_score.primary()
+            scored = f"holdout {name}"
+        elif stride:
+            scored, value = _metric(running, epoch)
+            name = running.primary()[0]
+        else:
+            raise InputError(f"{args.input}: no row was held out (too few rows for --holdout "
+                             f"{args.holdout}) and --progressive is 0: the stopping rule has "
+                             f"no score; train a fixed number of passes with --epochs N")
+        converged = stopper.add(epoch, value)
+        progress.note(f"epoch {epoch}: {scored} {_fmt(value)}"
+                      + (f"; no gain of tol={tol:g} for {stopper.stalled} of {patience} "
+                         f"epochs (best {_fmt(stopper.best)}, epoch {stopper.best_epoch})"
+                         if stopper.stalled else ""))
+        if converged:
+            break
+    epochs = epoch
     seconds = time.perf_counter() - t0
 
-    print(f"trained {type(model).__name__} on {trained:,d} rows ({args.epochs} epoch"
-          f"{'s' if args.epochs > 1 else ''}) in {seconds:.2f} s "
-          f"({trained * args.epochs / max(seconds, 1e-9):,.0f} rows/s); "
+    print(f"trained {type(model).__name__} on {trained:,d} rows ({epochs} epoch"
+          f"{'s' if epochs > 1 else ''}) in {seconds:.2f} s "
+          f"({trained * epochs / max(seconds, 1e-9):,.0f} rows/s); "
           f"{model.n_random_features_:,d} random features", file=out)
+    if stopper is not None:
+        rule = scored if held else f"running {name}"  # the first epoch's is progressive
+        if converged:
+            print(f"stopped after epoch {epochs}: the {rule} has not improved by tol={tol:g} "
+                  f"for {patience} epochs (best {_fmt(stopper.best)} after epoch "
+                  f"{stopper.best_epoch})", file=out)
+        else:
+            print(f"stopped at --max-iter {max_iter} epochs before the stopping rule held "
+                  f"(the {rule} gained tol={tol:g} within the last {patience} epochs); raise "
+                  f"--max-iter to train longer", file=out)
     if running is not None and running.n:
-        if args.epochs == 1:
+        if epochs == 1:
             print(f"progressive {running.describe()}", file=out)
         else:
-            print(f"running {running.describe()} (epoch {args.epochs}: rows trained on in "
+            print(f"running {running.describe()} (epoch {epochs}: rows trained on in "
                   f"earlier epochs)", file=out)
     if args.holdout > 0:
         if held == 0:
             print("holdout: no rows were held out (the file is too small for this fraction)",
                   file=out)
         else:
-            score = _Score(task)
-            if kept is not None:
-                for X, y in kept:
-                    score.add(y, model.predict(X))
-            else:
-                progress.start("holdout")
-                rows = 0
-                for chunk in source.chunks(args.chunk_size):
-                    rows += chunk.X.shape[0]
-                    mask = holdout_mask(chunk.start, chunk.X.shape[0], args.holdout, args.seed)
-                    if mask.any():
-                        X = chunk.X[mask]
-                        y = convert_labels(chunk.y, kind, chunk, args.input, what)[mask]
-                        score.add(y, model.predict(X))
-                    progress.update(rows, chunk.done, None)
-                progress.finish()
-            print(f"holdout {score.describe()}", file=out)
-    if args.output:
-        model.save(args.output)
-        if default_output:
-            print(f"no -o given: writing the model to {args.output}", file=out)
-        sidecar = args.output + SCALING_SUFFIX
-        if os.path.exists(sidecar):
-            os.remove(sidecar)  # an older version's scaling file, of the model replaced
-        extra = "; the feature scaling is stored in it" if scaling is not None else ""
-        print(f"model written to {args.output} ({os.path.getsize(args.output):,d} bytes)"
-              f"{extra}", file=out)
+            if held_score is None:
+                held_score = _score_holdout(model, task, kept, source, args, kind, progress)
+            print(f"holdout {held_score.describe()}", file=out)
+    if default_output:
+        print(f"onlinekernel: no -o given; writing the model to {args.output}", file=err)
+    model.save(args.output)
+    sidecar = args.output + SCALING_SUFFIX
+    if os.path.exists(sidecar):
+        os.remove(sidecar)  # an older version's scaling file, of the model replaced
+    extra = "; the feature scaling is stored in it" if scaling is not None else ""
+    print(f"model written to {args.output} ({os.path.getsize(args.output):,d} bytes)"
+          f"{extra}", file=out)
     return 0
+
+
+def _fmt(value):
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 # An inferred classification with more distinct numeric labels than this
@@ -992,8 +1168,9 @@ def _parser():
     train = sub.add_parser(
         "train", help="train a model on a CSV, npz or svmlight file",
         description="Train a kernel model by streaming a file through partial_fit, chunk by "
-                    "chunk in file order.  A first pass over the file is made when needed: for "
-                    "the class labels (unless --classes), the width of an svmlight file "
+                    "chunk in file order, in passes until scikit-learn's stopping rule holds "
+                    "(see 'training' below).  A first pass over the file is made when needed: "
+                    "for the class labels (unless --classes), the width of an svmlight file "
                     "(unless --n-features) and the scaling of --standardize.")
     train.add_argument("input", metavar="INPUT", help="training data (CSV, npz, svmlight)")
     train.add_argument("-o", "--output", metavar="MODEL",
@@ -1031,17 +1208,35 @@ def _parser():
                    help="average only the iterates after step STEP (implies --average)")
     m.add_argument("--seed", type=_seed, default=0, help="seed of the model and the holdout "
                    "(default 0)")
-    r = train.add_argument_group("training")
-    r.add_argument("--epochs", type=_positive_int, default=1,
-                   help="passes over the file (default 1)")
+    r = train.add_argument_group(
+        "training",
+        "Passes over the file stop by scikit-learn's rule, as fit does: when the score "
+        "(accuracy or R2) has not improved by --tol for --n-iter-no-change passes in a row, "
+        "or after --max-iter passes.  The score is the holdout's (with --holdout, as "
+        "SGDClassifier's early_stopping scores validation_fraction), else the progressive "
+        "one.")
+    r.add_argument("--max-iter", type=_positive_int, default=argparse.SUPPRESS, metavar="N",
+                   help=f"most passes over the file (default {_STOPPING['max_iter']})")
+    r.add_argument("--tol", type=_tol, default=argparse.SUPPRESS,
+                   help=f"least gain of the score that counts as an improvement (default "
+                        f"{_STOPPING['tol']:g}, SGDClassifier's); 'none': all --max-iter passes")
+    r.add_argument("--n-iter-no-change", type=_positive_int, default=argparse.SUPPRESS,
+                   metavar="N", help=f"passes without improvement before stopping (default "
+                                     f"{_STOPPING['n_iter_no_change']})")
+    r.add_argument("--epochs", type=_positive_int, default=argparse.SUPPRESS, metavar="N",
+                   help="exactly N passes: disables the stopping rule (the same as --max-iter "
+                        "N --tol none)")
     r.add_argument("--holdout", type=_fraction, default=0.0, metavar="FRACTION",
-                   help="hold out this fraction of the rows and score them after training")
+                   help="hold out this fraction of the rows: the stopping rule scores them "
+                        "after each pass, and their score is reported")
     r.add_argument("--progressive", type=_unit, default=0.1, metavar="FRACTION",
                    help="fraction of each chunk scored before training on it, for the "
-                        "progress line (default 0.1; 1: every row; 0: none)")
-    r.add_argument("--standardize", action="store_true",
-                   help="scale features to zero mean, unit variance (stored in the "
-                        "model file)")
+                        "progress line and, without --holdout, the stopping rule (default "
+                        "0.1; 1: every row; 0: none)")
+    r.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
+                   help="scale features to zero mean, unit variance, with the scaling stored "
+                        "in the model file (default: on for regression, off for "
+                        "classification)")
     train.set_defaults(run=_train)
 
     predict = sub.add_parser("predict", help="write the predictions of a model for a file",
@@ -1081,8 +1276,9 @@ def _parser():
 
 
 def _one_line(exc):
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, OSError) and exc.strerror:
+        # the message without its "[Errno 2]"
+        return exc.strerror if exc.filename is None else f"{exc.filename}: {exc.strerror}"
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split())  # one line, whatever the exception put in its message
 

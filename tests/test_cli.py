@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -21,6 +22,8 @@ import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor
 from onlinekernel._io import InputError, detect_format, holdout_mask, open_source
 from onlinekernel.cli import Progress, main
+
+from conftest import load_dataset, needs_data
 
 SMALL = ["--block-size", "32", "--max-blocks", "4", "--batch-size", "16"]
 
@@ -83,7 +86,7 @@ def _run(argv, capsys):
 
 
 def _holdout_line(out, name):
-    m = re.search(rf"holdout {name} ([0-9.]+)", out)
+    m = re.search(rf"^holdout {name} ([0-9.]+)", out, re.M)
     assert m, out
     return float(m.group(1))
 
@@ -99,7 +102,7 @@ def test_train_csv_binary_holdout_predict_evaluate(tmp_path, capsys):
                            "-o", model_path], capsys)
     assert code == 0, err
     assert 0.85 < _holdout_line(out, "accuracy") <= 1.0
-    n_held = int(re.search(r"on ([0-9,]+) rows\n", out.split("holdout")[1]).group(1))
+    n_held = int(re.search(r"^holdout accuracy [0-9.]+ on ([0-9,]+) rows$", out, re.M).group(1))
     assert n_held == holdout_mask(0, len(y), 0.25, seed=0).sum()
     assert f"model written to {model_path}" in out
 
@@ -117,17 +120,24 @@ def test_train_csv_binary_holdout_predict_evaluate(tmp_path, capsys):
     assert result == {"rows": len(y), "accuracy": pytest.approx(model.score(X, y), abs=1e-12)}
 
 
-def test_training_from_csv_equals_partial_fit_in_python(tmp_path, capsys):
+@pytest.mark.parametrize("passes", [["--epochs", "1"], ["--epochs", "3"], []])
+def test_training_from_csv_equals_partial_fit_in_python(tmp_path, capsys, passes):
     X, y = _ring(n=500, seed=5)
     data = _write_csv(tmp_path / "d.csv", X, y, header=False)
-    code, _, err = _run(["train", data, "--chunk-size", 96, "--seed", 7, "--quiet",
-                         "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    code, out, err = _run(["train", data, "--chunk-size", 96, "--seed", 7, "--quiet",
+                           "-o", tmp_path / "m.okm"] + passes + SMALL, capsys)
     assert code == 0, err
     cli_model = onlinekernel.load(tmp_path / "m.okm")
+    epochs = int(re.search(r"\((\d+) epochs?\)", out).group(1))
+    if passes:
+        assert epochs == int(passes[1])
+    else:  # the stopping rule: at least n_iter_no_change + 1 passes
+        assert epochs >= 6 and "stopped after epoch" in out
 
     py = DSGClassifier(random_state=7, block_size=32, max_blocks=4, batch_size=16)
-    for start in range(0, len(y), 96):
-        py.partial_fit(X[start:start + 96], y[start:start + 96], classes=[0, 1])
+    for _ in range(epochs):
+        for start in range(0, len(y), 96):
+            py.partial_fit(X[start:start + 96], y[start:start + 96], classes=[0, 1])
     np.testing.assert_array_equal(cli_model.coef_, py.coef_)
     np.testing.assert_array_equal(cli_model.decision_function(X), py.decision_function(X))
     np.testing.assert_array_equal(cli_model.predict(X), py.predict(X))
@@ -255,7 +265,7 @@ def test_kernel_params_and_estimator_options_reach_the_model(tmp_path, capsys):
     data = _write_csv(tmp_path / "r.csv", X, y)
     code, out, err = _run(["train", data, "--kernel-param", "pairs=true", "--alpha", 1e-4,
                            "--learning-rate", "invsqrt", "--eta0", 2.0, "--t0", 10,
-                           "--average", "--max-blocks", "none", "--quiet",
+                           "--average", "--max-blocks", "none", "--quiet", "--epochs", 1,
                            "-o", tmp_path / "m.okm"] + SMALL[:2] + SMALL[4:], capsys)
     assert code == 0, err
     model = onlinekernel.load(tmp_path / "m.okm")
@@ -390,9 +400,10 @@ def test_classes_option_and_unknown_label(tmp_path, capsys):
 def test_progress_on_stderr_and_quiet(tmp_path, capsys):
     X, y = _ring(n=400)
     data = _write_csv(tmp_path / "r.csv", X, y)
-    code, out, err = _run(["train", data, "--chunk-size", 50, "--progress-every", 2] + SMALL,
-                          capsys)
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--progress-every", 2,
+                           "--epochs", 1] + SMALL, capsys)
     assert code == 0
+    assert "\r" not in err  # not a terminal: plain lines only
     lines = err.splitlines()
     assert lines[0].startswith("first pass")
     epoch = [line for line in lines if line.startswith("epoch 1/1")]
@@ -400,26 +411,97 @@ def test_progress_on_stderr_and_quiet(tmp_path, capsys):
     assert re.search(r"epoch 1/1  100% \| 400 rows \| [0-9,]+ rows/s \| progressive accuracy "
                      r"0\.\d{4}$", epoch[-1])
     assert "progressive accuracy" in out
-    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet", "-o", "q.okm"] + SMALL,
-                          capsys)
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet", "--epochs", 1,
+                           "-o", "q.okm"] + SMALL, capsys)
     assert code == 0 and err == "" and "progressive accuracy" in out
-    code, out, err = _run(["train", data, "--chunk-size", 50, "--progressive", 0,
+    # the stopping rule's notes after each pass are progress too
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--quiet", "-o", "q2.okm"] + SMALL,
+                          capsys)
+    assert code == 0 and err == "" and "stopped after epoch" in out
+    code, out, err = _run(["train", data, "--chunk-size", 50, "--progressive", 0, "--epochs", 1,
                            "-o", "p.okm"] + SMALL, capsys)
     assert code == 0 and "progressive" not in out and "progressive" not in err
 
 
-def test_progress_rewrites_one_line_on_a_terminal():
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def test_progress_is_a_tqdm_bar_with_rate_and_eta_on_a_terminal():
     stream = io.StringIO()
     p = Progress(stream, tty=True)
-    p.start("epoch 1/1")
-    p.update(10, 0.5)
-    p._last_draw = 0.0  # redraws are throttled to ten a second
-    p.update(20, 1.0, ("progressive accuracy", 0.5))
+    assert p.bar
+    p.start("epoch 1")  # no total yet: estimated from the fraction of the file read
+    p.update(10, 0.25)
+    time.sleep(0.15)  # tqdm redraws at most ten times a second
+    p.update(20, 0.5, ("progressive accuracy", 0.5))
+    p.finish()
+    p.start("epoch 2", total=40)
+    p.update(40, 1.0, ("running accuracy", 0.75))
     p.finish()
     text = stream.getvalue()
-    assert text.startswith("\repoch 1/1   50% | 10 rows") and text.endswith("\n")
-    assert text.count("\n") == 1 and text.count("\r") == 3
-    assert "progressive accuracy 0.5000" in text
+    assert text.startswith("\repoch 1") and text.endswith("\n") and text.count("\n") == 2
+    first, second = text.split("\n")[:2]
+    # rows, rate and the time left (elapsed<left), and the metric
+    assert re.search(r"\repoch 1:\s+50%.*20\.0/40\.0 \[\d\d:\d\d<\d\d:\d\d, .* rows/s, "
+                     r"progressive accuracy 0\.5000\]", first), first
+    assert re.search(r"\repoch 1: 100%.*20\.0/20\.0", first), first  # finished: complete
+    assert re.search(r"\repoch 2: 100%.*40\.0/40\.0 .*running accuracy 0\.7500", second)
+
+
+def test_progress_without_tqdm_is_plain_lines_on_a_terminal(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # ``import tqdm`` raises ImportError
+    stream = _Terminal()
+    p = Progress(stream, every=2)
+    assert p.tty and not p.bar
+    p.start("epoch 1/1")
+    for k in range(1, 4):
+        p.update(10 * k, k / 3, ("progressive accuracy", 0.5))
+    p.finish()
+    text = stream.getvalue()
+    assert "\r" not in text
+    assert re.fullmatch(r"epoch 1/1   67% \| 20 rows \| [0-9,]+ rows/s \| progressive accuracy "
+                        r"0\.5000\nepoch 1/1  100% \| 30 rows \| [0-9,]+ rows/s \| progressive "
+                        r"accuracy 0\.5000\n", text), text
+
+
+@pytest.mark.parametrize("tqdm", [True, False])
+def test_train_on_a_terminal(tmp_path, capsys, monkeypatch, tqdm):
+    X, y = _ring(n=400)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    if not tqdm:
+        monkeypatch.setitem(sys.modules, "tqdm", None)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code, out, _ = _run(["train", data, "--chunk-size", 50, "--epochs", 2, "--holdout", 0.2,
+                         "-o", "m.okm"] + SMALL, capsys)
+    assert code == 0
+    assert "model written to m.okm" in out and "holdout accuracy" in out
+    err = terminal.getvalue()
+    if tqdm:
+        for label in ("first pass", "epoch 1/2", "epoch 2/2"):
+            assert re.search(rf"\r{label}: 100%.*\[\d\d:\d\d<\d\d:\d\d, .* rows/s", err), err
+        assert "progressive accuracy" in err and "running accuracy" in err
+    else:
+        assert "\r" not in err
+        assert re.search(r"^epoch 2/2  100% \| 400 rows \| [0-9,]+ rows/s \| running accuracy",
+                         err, re.M), err
+    # an error in the middle of a pass: the bar ends, the error is a line of its own
+    lines = open(data).read().splitlines()
+    lines[300] = "1.0,oops,1"
+    (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
+    terminal.seek(0)
+    terminal.truncate()
+    code, out, _ = _run(["train", tmp_path / "bad.csv", "--chunk-size", 50, "--epochs", 1,
+                         "-o", "bad.okm"] + SMALL, capsys)
+    err = terminal.getvalue()
+    assert code == 2 and not (tmp_path / "bad.okm").exists()
+    assert err.endswith("\n") and err.splitlines()[-1].startswith(
+        "onlinekernel: error: "), repr(err)
+    assert "bad.csv line 301: column 'x1' is 'oops'" in err.splitlines()[-1]
 
 
 # ---------------------------------------------------------------------- #
@@ -522,6 +604,14 @@ def _error_cases(tmp):
                           r"argument --max-blocks: expected a positive integer"),
         "regression classes": (["train", good, "--task", "regress", "--classes", "0,1"],
                                r"--classes applies to classification only"),
+        "fixed passes and a stopping rule": (
+            ["train", good, "--epochs", "2", "--tol", "0.01", "--max-iter", "9"],
+            r"--epochs 2 trains exactly 2 passes, without the stopping rule that --max-iter, "
+            r"--tol set; give one or the other"),
+        "no score to stop by": (["train", good, "--progressive", "0"],
+                                r"the stopping rule needs a score: hold out rows with --holdout"),
+        "a negative tol": (["train", good, "--tol", "-1"],
+                           r"argument --tol: expected a number >= 0 or 'none', got '-1'"),
     }
 
 
@@ -538,7 +628,8 @@ ERROR_CASES = [
     "bad kernel parameter", "corrupt model file", "truncated model file", "not a model file",
     "feature count differs from the model", "evaluate without a target", "evaluate label type",
     "no probabilities", "target not in header", "option for another format",
-    "bad option value", "unknown command", "regression classes", "a zero budget"]
+    "bad option value", "unknown command", "regression classes", "a zero budget",
+    "fixed passes and a stopping rule", "no score to stop by", "a negative tol"]
 
 
 @pytest.mark.parametrize("case", ERROR_CASES)
@@ -646,12 +737,156 @@ def test_train_without_output_writes_a_default_file_and_never_over_one(tmp_path,
     data = _write_csv(tmp_path / "ring.csv", X, y)
     code, out, err = _run(["train", data, "-q"] + SMALL, capsys)
     assert code == 0, err
-    assert "no -o given: writing the model to ring.okm" in out
+    # said on stderr, even with --quiet (it is where the model went, not progress)
+    assert err == "onlinekernel: no -o given; writing the model to ring.okm\n"
+    assert "model written to ring.okm" in out
     first = (tmp_path / "ring.okm").read_bytes()
     assert isinstance(onlinekernel.load(tmp_path / "ring.okm"), DSGClassifier)
-    code, out, err = _run(["train", data, "-q"] + SMALL, capsys)
-    assert code != 0 and "the default model file ring.okm exists" in err and out == ""
+    # refused before training (no progress, no summary), the file left as it was
+    code, out, err = _run(["train", data] + SMALL, capsys)
+    assert code == 2 and out == ""
+    assert err == ("onlinekernel: error: no -o given, and the default model file ring.okm "
+                   "exists; choose where to write the model with -o\n")
     assert (tmp_path / "ring.okm").read_bytes() == first
+    assert sorted(os.listdir(tmp_path)) == ["ring.csv", "ring.okm"]
+
+
+def test_train_into_a_missing_directory_fails_before_training(tmp_path, capsys):
+    X, y = _ring(n=200)
+    data = _write_csv(tmp_path / "ring.csv", X, y)
+    code, out, err = _run(["train", data, "-o", tmp_path / "nowhere" / "m.okm"] + SMALL, capsys)
+    assert code == 2 and out == ""
+    # one line, and no progress line before it: nothing was read or trained
+    assert err == (f"onlinekernel: error: cannot write to {tmp_path / 'nowhere' / 'm.okm'}: the "
+                   f"directory {tmp_path / 'nowhere'} does not exist\n")
+    assert sorted(os.listdir(tmp_path)) == ["ring.csv"]
+
+
+# ---------------------------------------------------------------------- #
+# passes: scikit-learn's stopping rule, or --epochs
+# ---------------------------------------------------------------------- #
+def test_stopping_rule_defaults_are_scikit_learns():
+    from sklearn.linear_model import SGDClassifier, SGDRegressor
+
+    from onlinekernel.cli import _STOPPING
+    for est in (DSGClassifier(), DSGRegressor()):
+        assert (_STOPPING["max_iter"], _STOPPING["n_iter_no_change"]) == (
+            est.max_iter, est.n_iter_no_change)
+    # the CLI's rule scores accuracy or R2, as SGD's early_stopping does, with its tol
+    assert _STOPPING["tol"] == SGDClassifier().tol == SGDRegressor().tol
+
+
+def test_stopper_follows_scikit_learns_rule():
+    from onlinekernel.cli import _Stopper
+
+    # SGDClassifier(early_stopping=True): no improvement when score < best + tol
+    stopper = _Stopper(tol=0.01, n_iter_no_change=2)
+    held = [stopper.add(e, v) for e, v in enumerate([0.5, 0.6, 0.605, 0.61], start=1)]
+    assert held == [False, False, False, True]
+    assert (stopper.best, stopper.best_epoch) == (0.61, 4)  # the best, even if gained < tol
+    stopper = _Stopper(tol=0.0, n_iter_no_change=2)
+    assert [stopper.add(e, v) for e, v in enumerate([None, 0.5, 0.5, None, 0.4], 1)] == [
+        False, False, False, False, True]  # an undefined score is no improvement
+
+
+def test_passes_stop_by_the_holdout_score(tmp_path, capsys):
+    X, y = _ring(n=400)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    base = ["train", data, "--holdout", 0.25, "--chunk-size", 100, "-o", "m.okm"] + SMALL
+    code, out, err = _run(base, capsys)
+    assert code == 0, err
+    epochs = int(re.search(r"\((\d+) epochs\)", out).group(1))
+    m = re.search(r"^stopped after epoch (\d+): the holdout accuracy has not improved by "
+                  r"tol=0\.001 for 5 epochs \(best (0\.\d{4}) after epoch (\d+)\)$", out, re.M)
+    assert m and int(m.group(1)) == epochs and epochs >= 6, out
+    assert epochs - int(m.group(3)) <= 5
+    # the holdout is scored after every pass, on stderr
+    notes = re.findall(r"^epoch (\d+): holdout accuracy (0\.\d{4})", err, re.M)
+    assert [int(e) for e, _ in notes] == list(range(1, epochs + 1))
+    assert max(v for _, v in notes) == m.group(2)
+    assert f"holdout accuracy {notes[-1][1]} on " in out  # the last model's score
+
+    code, out, err = _run(base + ["--n-iter-no-change", 1, "--tol", 0.5], capsys)
+    assert code == 0 and "(2 epochs)" in out and "for 1 epochs" in out
+    code, out, err = _run(base + ["--max-iter", 3], capsys)
+    assert code == 0 and "(3 epochs)" in out
+    assert ("stopped at --max-iter 3 epochs before the stopping rule held (the holdout accuracy "
+            "gained tol=0.001 within the last 5 epochs); raise --max-iter") in out
+    for fixed in (["--epochs", 4], ["--max-iter", 4, "--tol", "none"]):
+        code, out, err = _run(base + fixed, capsys)
+        assert code == 0 and "(4 epochs)" in out and "stopped" not in out, out
+        assert "epoch 4/4" in err and "epoch 1: holdout" not in err
+
+
+def test_passes_stop_by_the_progressive_score_without_a_holdout(tmp_path, capsys):
+    X, y = _wave(n=300)
+    data = _write_csv(tmp_path / "w.csv", X, y)
+    code, out, err = _run(["train", data, "--task", "regress", "--chunk-size", 50,
+                           "--n-iter-no-change", 2, "-o", "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    assert re.search(r"^stopped after epoch \d+: the running R2 has not improved by tol=0\.001 "
+                     r"for 2 epochs", out, re.M), out
+    assert re.search(r"^epoch 1: progressive R2 ", err, re.M)
+    assert re.search(r"^epoch 2: running R2 ", err, re.M)
+
+
+def test_regression_standardizes_by_default(tmp_path, capsys):
+    X, y = _wave(n=300)
+    Xs = X * [1000.0, 1.0, 0.001]
+    data = _write_csv(tmp_path / "w.csv", Xs, y)
+    common = ["--chunk-size", 100, "--epochs", 1, "-q"] + SMALL
+    code, out, err = _run(["train", data, "--task", "regress", "-o", "on.okm"] + common, capsys)
+    assert code == 0 and "the feature scaling is stored in it" in out
+    mean, scale = onlinekernel.load("on.okm").input_scaling
+    np.testing.assert_allclose(scale, Xs.std(axis=0), rtol=1e-12)
+    code, out, err = _run(["train", data, "--task", "regress", "--no-standardize",
+                           "-o", "off.okm"] + common, capsys)
+    assert code == 0 and onlinekernel.load("off.okm").input_scaling is None
+    ring = _write_csv(tmp_path / "r.csv", *_ring(n=300))
+    code, out, err = _run(["train", ring, "-o", "c.okm"] + common, capsys)
+    assert code == 0 and onlinekernel.load("c.okm").input_scaling is None  # classification
+
+
+# ---------------------------------------------------------------------- #
+# issue 16, items 4 and 5 on real data: cadata end to end
+# ---------------------------------------------------------------------- #
+@needs_data("cadata")
+def test_cadata_regression_from_the_command_line(tmp_path, capsys):
+    X_train, y_train, X_test, y_test = load_dataset("cadata")
+    data = tmp_path / "cadata.npz"  # a subset: the test stays fast
+    np.savez(data, X_train=X_train[:4000], y_train=y_train[:4000], X_test=X_test[:1000],
+             y_test=y_test[:1000])
+    # integer prices are not taken for 3,000 classes
+    code, out, err = _run(["train", data, "-q"], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "looks like a continuous target" in err and not (tmp_path / "cadata.okm").exists()
+    # default options (the features are standardised for regression), and Huber
+    for loss, model in ((["--task", "regress"], "sq.okm"), (["--loss", "huber"], "hu.okm")):
+        code, out, err = _run(["train", data, *loss, "--holdout", 0.2, "-q", "-o", model],
+                              capsys)
+        assert code == 0, err
+        assert float(re.search(r"^holdout R2 ([-0-9.]+)", out, re.M).group(1)) > 0.6, out
+        # evaluate reads the test split of an npz file by default
+        code, out, err = _run(["evaluate", model, data, "--json", "-q"], capsys)
+        result = json.loads(out)
+        assert code == 0 and result["rows"] == 1000 and result["r2"] > 0.6, result
+        reg = onlinekernel.load(model)
+        assert result["r2"] == pytest.approx(reg.score(X_test[:1000], y_test[:1000]), abs=1e-9)
+
+    # predict refuses a CSV whose extra column would be taken for the target by guess,
+    # in one line, and leaves an existing output file as it was
+    csv_path = _write_csv(tmp_path / "test.csv", X_test[:300], y_test[:300])
+    (tmp_path / "pred.txt").write_text("old predictions\n")
+    code, out, err = _run(["predict", "sq.okm", csv_path, "-q", "-o", "pred.txt"], capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("onlinekernel: error: ")
+    assert "9 columns, one more than the model's 8 features" in err and "--target" in err
+    assert (tmp_path / "pred.txt").read_text() == "old predictions\n"
+    code, out, err = _run(["predict", "sq.okm", csv_path, "-q", "--target", "target",
+                           "-o", "new.txt"], capsys)
+    assert code == 0, err
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "new.txt"),
+                               onlinekernel.load("sq.okm").predict(X_test[:300]), rtol=1e-12)
 
 
 @pytest.mark.parametrize("label, message", [("nan", "the label 'nan' is missing"),

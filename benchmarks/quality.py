@@ -849,11 +849,41 @@ def targets(results, s):
     return out
 
 
+def log_time_axis(ax):
+    """A log x axis with few, readable labels, whatever span of times the panel has.
+
+    The powers of ten are labelled (at most five, so that labels never
+    overlap).  When fewer than three labels would fall inside the panel,
+    the multiples 2 and 5 of them are labelled too, or else 2, 3 and 5, or
+    else every multiple (a span within one decade), the first of these that
+    gives three labels: no panel is left with a lone label (ijcnn1's 1.3 to
+    52 s had only "10"), and a panel within a decade does not get its labels
+    crammed together (150 to 900 s: 200, 300, 500, not 200 to 900).
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log")
+    lo, hi = ax.get_xlim()  # after the data are plotted: the panel's real span
+    label = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=5))
+    ax.xaxis.set_major_formatter(label)
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+
+    def labels(subs):
+        return sum(lo <= m * 10.0 ** k <= hi for k in decades for m in (1.0,) + subs)
+
+    if labels(()) >= 3:
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        return
+    choices = [(2.0, 5.0), (2.0, 3.0, 5.0), tuple(float(m) for m in range(2, 10))]
+    subs = next((c for c in choices if labels(c) >= 3), choices[-1])
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=12))
+    ax.xaxis.set_minor_formatter(label)
+
+
 def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     names = list(results)
     cols = min(4, len(names))
     rows = (len(names) + cols - 1) // cols
@@ -878,18 +908,7 @@ def plot(results, path):
         ax.axhline(target_of(task, ex["test_error"]), color="k", ls=":", lw=0.8,
                    label="exact + tol")
         ax.plot([ex["fit_time_s"]], [ex["test_error"]], "k*", ms=9, label="exact fit time")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(base=10, numticks=5))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ts = [ex["fit_time_s"]] + [p["time_s"] for p in (tu or {}).get("curve", [])] + \
-            [p["time_s"] for p in (pi or {}).get("curve", [])] + \
-            ([de["time_s"]] if de and "time_s" in de else [])
-        ts = [t for t in ts if t > 0]
-        if ts and np.log10(max(ts) / min(ts)) < 1.6:  # few decades: label 2 and 5 too
-            ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=12))
-            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        else:
-            ax.xaxis.set_minor_formatter(NullFormatter())
+        log_time_axis(ax)
         ax.yaxis.set_major_locator(plt.MaxNLocator(4))
         ax.set_title(name, fontsize=9)
         ax.tick_params(which="both", labelsize=7)

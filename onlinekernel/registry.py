@@ -13,8 +13,15 @@ their hooks register.
   other than a dict, a name that is not a string and a factory that is not
   callable emit a :class:`PluginWarning` naming the plugin and are skipped;
   the others keep working.
-* Setting the environment variable ``ONLINEKERNEL_DISABLE_PLUGINS=1`` loads
-  only the plugins that ship with onlinekernel itself.
+* Setting the environment variable ``ONLINEKERNEL_DISABLE_PLUGINS``
+  (:data:`DISABLE_ENV`) to anything but empty, ``0``, ``false`` or ``no``
+  loads only the plugins that ship with onlinekernel itself: third-party
+  distributions are not even imported, as with pytest's
+  ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``.  It is read when the registry is built,
+  on the first lookup after import or :func:`reset`.  This isolates tests
+  from whatever else is installed: onlinekernel's own test suite runs with it
+  set (``tests/conftest.py``) and unsets it, then calls :func:`reset`, in the
+  tests of third-party plugins.
 
 Examples
 --------
@@ -42,6 +49,7 @@ __all__ = ["available_losses", "available_feature_maps", "get_loss", "get_featur
            "DISABLE_ENV"]
 
 ENTRY_POINT_GROUP = "onlinekernel"
+#: The environment variable that, set, restricts the registry to onlinekernel's own plugins.
 DISABLE_ENV = "ONLINEKERNEL_DISABLE_PLUGINS"
 _OWN_DISTRIBUTION = "onlinekernel"
 

@@ -1,9 +1,32 @@
-"""Shared test fixtures: where the benchmark datasets are."""
+"""Shared test fixtures: where the benchmark datasets are, and which plugins load.
+
+The tests run against onlinekernel's own losses and feature maps, whatever
+else is installed: a third-party plugin (a loss that is not convex, one that
+needs a parameter, a module that fails to import) must not change what the
+generic tests iterate over or count.  As pytest's ``-p no:`` and
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` do for pytest, this module sets
+``ONLINEKERNEL_DISABLE_PLUGINS=1`` (:data:`onlinekernel.registry.DISABLE_ENV`)
+before any test module is imported; subprocesses (the command line, the docs
+build) inherit it.  Tests of third-party plugins -- the example plugin, the
+distributions that ``tests/test_registry.py`` installs -- switch entry-point
+loading back on with the ``entry_point_plugins`` fixture or, for module-scoped
+fixtures and collection, the :func:`all_entry_points` context.
+
+To run the suite against every installed plugin instead (say, to put your
+plugin's losses through ``tests/test_losses.py``), set
+``ONLINEKERNEL_DISABLE_PLUGINS=0``: an explicit setting is kept.
+"""
+import contextlib
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from onlinekernel import registry
+
+os.environ.setdefault(registry.DISABLE_ENV, "1")
+registry.reset()  # in case something looked a name up before this module ran
 
 # ../shared/data beside the repository (CI has it); ONLINEKERNEL_DATA overrides.
 DATA_DIR = Path(os.environ.get("ONLINEKERNEL_DATA",
@@ -22,3 +45,29 @@ def needs_data(*names):
     missing = [n for n in names if not (DATA_DIR / f"{n}.npz").exists()]
     return pytest.mark.skipif(bool(missing),
                               reason=f"benchmark data {missing} not found in {DATA_DIR}")
+
+
+@contextlib.contextmanager
+def all_entry_points():
+    """Load every installed plugin within the block, as a user's process does.
+
+    For collection and module-scoped fixtures; tests use the
+    ``entry_point_plugins`` fixture, whose changes undo in order with the
+    test's own ``monkeypatch`` settings of the same variable.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(registry.DISABLE_ENV, raising=False)
+        registry.reset()
+        try:
+            yield
+        finally:
+            registry.reset()  # the next lookup sees the restored setting
+
+
+@pytest.fixture
+def entry_point_plugins(monkeypatch):
+    """Every installed plugin loads during the test (third-party ones included)."""
+    monkeypatch.delenv(registry.DISABLE_ENV, raising=False)
+    registry.reset()
+    yield
+    registry.reset()

@@ -200,8 +200,9 @@ def _fake_install(source, target):
 
 
 @pytest.fixture
-def guide_plugins(tmp_path):
-    """Both example plugins of the guide, built and registered."""
+def guide_plugins(tmp_path, entry_point_plugins):
+    """Both example plugins of the guide, built and registered (entry-point
+    loading on: the suite runs on the built-ins alone, see ``conftest.py``)."""
     python_dir, cython_dir = tmp_path / "python", tmp_path / "cython"
     names = [_fake_install(GUIDE / "python", python_dir),
              _fake_install(GUIDE / "cython", cython_dir)]

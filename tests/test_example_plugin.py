@@ -9,7 +9,9 @@ next to onlinekernel::
     pip install ".[test]" ./examples/onlinekernel-example-plugin && pytest -n 2
 
 so these tests see it exactly as a user sees a plugin from PyPI: through the
-registry, the estimators, the command line and model files.  Without it this
+registry, the estimators, the command line and model files.  The rest of the
+suite runs on the built-ins alone (``conftest.py``); this module switches
+entry-point loading on for all of its tests.  Without the plugin this
 module fails at collection with the command to run -- it never skips, since
 a silently skipped plugin test would hide a broken entry point.
 """
@@ -31,6 +33,8 @@ from onlinekernel import (DSGClassifier, ModelFileError, cli, get_feature_map, g
                           modelfile, registry)
 from onlinekernel._featuremap import as_cy_feature_map
 
+from conftest import all_entry_points
+
 DIST = "onlinekernel-example-plugin"
 MODULE = "onlinekernel_example_plugin"
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "examples" / DIST
@@ -47,7 +51,7 @@ def _require_installed_plugin():
                 and "cauchy" in onlinekernel.available_feature_maps()):
             return
         problem = (f"the example plugin distribution {DIST!r} is installed but its plugin is "
-                   f"not registered (is {registry.DISABLE_ENV} set?)")
+                   f"not registered (see the registry's warnings)")
     pytest.fail(f"{problem}. tests/test_example_plugin.py uses it as a third-party plugin; "
                 f"install it from the repository root with\n"
                 f"    pip install ./examples/{DIST}\n"
@@ -55,7 +59,15 @@ def _require_installed_plugin():
                 f"pytest -n 2)", pytrace=False)
 
 
-_require_installed_plugin()
+with all_entry_points():
+    _require_installed_plugin()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugins_loaded():
+    """Entry-point loading on for the whole module (before ``xor_model``)."""
+    with all_entry_points():
+        yield
 
 # the classifier settings of the learning tests: 4 blocks of 256 features
 SMALL = dict(block_size=256, max_blocks=4, solver="sgd", max_iter=3, tol=None)

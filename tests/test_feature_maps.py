@@ -1,10 +1,14 @@
 """Feature maps: kernel approximation, golden vectors, seeded regeneration.
 
 The approximation, regeneration, batching, pickling and protocol checks run
-over every registered map (third-party ones too, when they have a
-``kernel`` method), seen as the solver runs it: a pure-Python
-:class:`onlinekernel.FeatureMap` through its adapter; golden vectors and
-reference implementations pin the built-ins.
+over every registered map -- the built-ins, since the suite runs with
+third-party plugins switched off (``conftest.py``), and the maps of the
+example third-party plugin that the test command installs (the
+approximation check when a map has a ``kernel`` method) -- seen as the
+solver runs it: a pure-Python :class:`onlinekernel.FeatureMap` through its
+adapter; golden vectors and reference implementations pin the built-ins.
+Other installed plugins are left out (``ONLINEKERNEL_DISABLE_PLUGINS=0``
+puts them through these checks too).
 """
 import itertools
 import math
@@ -18,7 +22,23 @@ import onlinekernel
 from onlinekernel import _random, get_feature_map
 from onlinekernel._featuremap import as_cy_feature_map
 
-REGISTERED = sorted(onlinekernel.available_feature_maps())
+from conftest import all_entry_points
+
+EXAMPLE_PLUGIN = "onlinekernel-example-plugin"
+with all_entry_points():
+    EXAMPLE_MAPS = {name for name, info in onlinekernel.available_feature_maps().items()
+                    if info["distribution"] == EXAMPLE_PLUGIN}
+REGISTERED = sorted(set(onlinekernel.available_feature_maps()) | EXAMPLE_MAPS)
+
+
+def _registered_map(name, **params):
+    """``get_feature_map(name, **params)``; the example plugin's maps are built
+    while entry points load."""
+    if name not in EXAMPLE_MAPS:
+        return get_feature_map(name, **params)
+    with all_entry_points():
+        return get_feature_map(name, **params)
+
 
 # Variants of the built-ins exercised beyond their default parameters.
 VARIANTS = {
@@ -40,7 +60,7 @@ def _config_id(cfg):
 
 CONFIGS = _configs()
 # the kernel may depend on the parameters (iln's sigmoid units have none)
-KERNEL_CONFIGS = [c for c in CONFIGS if hasattr(get_feature_map(c[0], **c[1]), "kernel")]
+KERNEL_CONFIGS = [c for c in CONFIGS if hasattr(_registered_map(c[0], **c[1]), "kernel")]
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +114,7 @@ def _approximation_errors(name, params, n_groups=4):
     d, cone = POINTS.get(name, (5, False))
     F = BLOCK_SIZE.get((name, tuple(sorted(params.items()))), 2 ** 12)
     X = _points(np.random.default_rng(0), 30, d, cone)
-    fmap = as_cy_feature_map(get_feature_map(name, n_components=F, **params)).bind(d)
+    fmap = as_cy_feature_map(_registered_map(name, n_components=F, **params)).bind(d)
     K = np.asarray(fmap.kernel(X, X))
     scale = np.abs(K).max()
     grams = np.array([(lambda Z: Z @ Z.T / Z.shape[1])(fmap.transform_block(7, j, X))
@@ -382,7 +402,7 @@ def test_golden_vectors_cover_every_builtin_map():
 # --------------------------------------------------------------------------
 
 def _small(name, params, d=4):
-    return as_cy_feature_map(get_feature_map(name, n_components=16, **params)).bind(d)
+    return as_cy_feature_map(_registered_map(name, n_components=16, **params)).bind(d)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
@@ -418,7 +438,7 @@ def test_batch_equals_row_by_row(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
 def test_pickle_round_trip(cfg):
     name, params = cfg
-    unbound = as_cy_feature_map(get_feature_map(name, n_components=16, **params))
+    unbound = as_cy_feature_map(_registered_map(name, n_components=16, **params))
     bound = _small(name, params)
     for fmap in (unbound, bound):
         clone = pickle.loads(pickle.dumps(fmap))
@@ -433,7 +453,7 @@ def test_pickle_round_trip(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
 def test_protocol(cfg):
     name, params = cfg
-    registered = get_feature_map(name, n_components=16, **params)
+    registered = _registered_map(name, n_components=16, **params)
     assert type(registered).name == name
     assert type(registered)(**registered.get_params()) == registered
     fmap = as_cy_feature_map(registered)
@@ -444,7 +464,7 @@ def test_protocol(cfg):
         fmap.transform_block(0, 0, np.zeros((2, 4)))
     assert fmap.generate_block(0, 0).shape == (fmap.param_size,)
     with pytest.raises(ValueError, match="n_components"):
-        get_feature_map(name, n_components=0, **params)
+        _registered_map(name, n_components=0, **params)
 
 
 INVALID = [

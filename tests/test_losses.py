@@ -1,9 +1,14 @@
 """Properties every registered loss must have, and the built-ins' formulas.
 
-The generic tests iterate over ``onlinekernel.available_losses()`` (each loss
-built with its default parameters, plus non-default settings of the
-parametrised built-ins), so a loss registered by a third-party plugin is
-checked exactly like the built-ins:
+The generic tests iterate over ``onlinekernel.available_losses()`` -- the
+built-ins, since the suite runs with third-party plugins switched off
+(``conftest.py``) -- and over the losses of the example third-party plugin
+that the test command installs (each loss built with its default
+parameters, plus non-default settings of the parametrised built-ins), so a
+plugin's loss is checked exactly like the built-ins.  Other installed
+plugins are left out: their losses need not be convex or buildable without
+parameters; ``ONLINEKERNEL_DISABLE_PLUGINS=0`` puts them through these tests
+too.
 
 * finite differences agree with ``gradient`` wherever the loss is smooth, and
   at kinks ``gradient`` lies between the one-sided derivatives (a subgradient);
@@ -27,6 +32,8 @@ import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor, Loss, get_loss
 from onlinekernel._operator import CyOperatorObjective
 
+from conftest import all_entry_points
+
 # --------------------------------------------------------------------------- #
 # the losses under test, built once at collection time
 # --------------------------------------------------------------------------- #
@@ -38,15 +45,24 @@ NON_DEFAULT = [("huber", {"delta": 0.3}), ("huber", {"delta": 2.5}),
                ("quantile", {"quantile": 0.1}), ("quantile", {"quantile": 0.9})]
 
 
+EXAMPLE_PLUGIN = "onlinekernel-example-plugin"
+
+
 def _loss_cases():
     # operator objectives (matrix-valued coefficients, e.g. gp_variance) have
     # no per-sample gradient: tests/test_gp.py checks them
-    cases = [(name, {}) for name in onlinekernel.available_losses()
-             if not isinstance(get_loss(name), CyOperatorObjective)] + NON_DEFAULT
+    losses = {name: get_loss(name) for name in onlinekernel.available_losses()}
+    with all_entry_points():  # the example plugin's losses, built while it is loaded
+        losses.update({name: get_loss(name)
+                       for name, info in onlinekernel.available_losses().items()
+                       if info["distribution"] == EXAMPLE_PLUGIN})
+    cases = [(name, {}, loss) for name, loss in losses.items()
+             if not isinstance(loss, CyOperatorObjective)]
+    cases += [(name, params, get_loss(name, **params)) for name, params in NON_DEFAULT]
     out = []
-    for name, params in cases:
+    for name, params, loss in cases:
         label = name + "".join(f"-{k}={v}" for k, v in params.items())
-        out.append(pytest.param(name, params, get_loss(name, **params), id=label))
+        out.append(pytest.param(name, params, loss, id=label))
     return out
 
 

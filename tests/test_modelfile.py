@@ -624,8 +624,12 @@ def onlinekernel_register_feature_maps():
 
 
 @pytest.fixture
-def plugin(tmp_path, monkeypatch):
-    """``ok-modelfile-plugin`` installed as a real distribution (dist-info + entry point)."""
+def plugin(tmp_path, monkeypatch, entry_point_plugins):
+    """``ok-modelfile-plugin`` installed as a real distribution (dist-info + entry point).
+
+    Entry-point loading is switched on: the suite runs on the built-ins alone
+    (``conftest.py``).
+    """
     site = tmp_path / "site"
     site.mkdir()
     (site / f"{PLUGIN_MODULE}.py").write_text(textwrap.dedent(PLUGIN_SOURCE))

@@ -9,10 +9,13 @@ patched.
 """
 import importlib.metadata
 import inspect
+import os
 import re
+import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,7 +138,8 @@ class SiteDir:
 
 
 @pytest.fixture
-def site(tmp_path, monkeypatch):
+def site(tmp_path, monkeypatch, entry_point_plugins):
+    # entry-point loading on: the suite runs on the built-ins alone (conftest.py)
     s = SiteDir(tmp_path / "site", monkeypatch)
     yield s
     s.cleanup()
@@ -539,6 +543,102 @@ def test_plugins_load_when_the_switch_is_off(external_plugin, monkeypatch, value
     monkeypatch.setenv(registry.DISABLE_ENV, value)
     registry.reset()
     assert onlinekernel.available_losses()["pseudo_huber"]["distribution"] == EXTERNAL_DIST
+
+
+# A third-party distribution as users install them: a robust loss that is
+# legitimately not convex, a loss and a map that cannot be built without a
+# parameter, and a second module that fails to import.  Each breaks a test
+# that iterates over every registered component.
+_THIRD_PARTY_SOURCE = '''
+import numpy as np
+
+from onlinekernel import Loss
+from onlinekernel.hookspecs import hookimpl
+from onlinekernel_plugins._gaussian import Gaussian
+
+
+class CauchyLoss(Loss):
+    """c^2/2 log(1 + (r/c)^2): robust, and not convex."""
+    name = "ok_cauchy_loss"
+    target_encoding = "real"
+
+    def __init__(self, c=1.0):
+        self.c = c
+
+    def loss(self, y, raw):
+        r = (np.asarray(raw) - np.asarray(y)) / self.c
+        return 0.5 * self.c ** 2 * np.log1p(r ** 2).reshape(len(r), -1).sum(axis=1)
+
+    def gradient(self, y, raw):
+        r = np.asarray(raw) - np.asarray(y)
+        return r / (1.0 + (r / self.c) ** 2)
+
+
+class ScaledCauchy(CauchyLoss):
+    name = "ok_needs_scale"
+
+    def __init__(self, scale):  # no default: get_loss(name) alone fails
+        self.scale = scale
+
+
+class WidthGaussian(Gaussian):
+    name = "ok_needs_width"
+
+    def __init__(self, width, n_components=256):
+        super().__init__(n_components, gamma=0.5 / width ** 2)
+
+
+@hookimpl
+def onlinekernel_register_losses():
+    return {CauchyLoss.name: CauchyLoss, ScaledCauchy.name: ScaledCauchy}
+
+
+@hookimpl
+def onlinekernel_register_feature_maps():
+    return {WidthGaussian.name: WidthGaussian}
+'''
+
+# The tests that list, count or iterate over the registered components, and
+# one of the example plugin's (it switches entry-point loading on).
+_REGISTRY_DEPENDENT = ["test_losses.py",
+                       "test_feature_maps.py::test_protocol",
+                       "test_cli.py::test_plugins_lists_builtins_with_parameters_and_distribution",
+                       "test_registry.py::test_every_builtin_builds_by_name_with_its_default_parameters",
+                       "test_registry.py::test_unknown_name_lists_the_registered_names",
+                       "test_example_plugin.py::test_both_components_are_listed_with_their_distribution"]
+
+
+def _run_tests_beside(site_dir, tmp_path, disable=None):
+    """Run ``_REGISTRY_DEPENDENT`` in a fresh pytest with ``site_dir`` on the path."""
+    tests = Path(__file__).resolve().parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(site_dir), os.environ.get("PYTHONPATH")])))
+    env.pop(registry.DISABLE_ENV, None)  # the new run's conftest.py decides
+    if disable is not None:
+        env[registry.DISABLE_ENV] = disable
+    # cwd: a directory without the source tree, which would shadow the installed package
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist",
+                           "-p", "no:cacheprovider", *(str(tests / t) for t in _REGISTRY_DEPENDENT)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_the_test_suite_ignores_installed_third_party_plugins(site, tmp_path):
+    site.install("ok-third-party", {"ok_third_party": _THIRD_PARTY_SOURCE,
+                                    "ok_third_party_broken": "raise ImportError('broken')"},
+                 {"components": "ok_third_party", "broken": "ok_third_party_broken"})
+    # the distribution is seen where entry points load (as in a user's process)
+    with pytest.warns(PluginWarning, match="ok-third-party.*ImportError: broken"):
+        losses = onlinekernel.available_losses()
+    assert losses["ok_cauchy_loss"]["distribution"] == "ok-third-party"
+    assert "ok_needs_width" in onlinekernel.available_feature_maps()
+
+    isolated = _run_tests_beside(site.path, tmp_path)
+    assert isolated.returncode == 0, isolated.stdout[-4000:] + isolated.stderr[-2000:]
+    assert re.search(r"\b\d{3,} passed", isolated.stdout), isolated.stdout[-2000:]
+    # the control: loading every installed plugin, the same tests fail on it
+    exposed = _run_tests_beside(site.path, tmp_path, disable="0")
+    assert exposed.returncode != 0, exposed.stdout[-2000:]
+    assert re.search(r"'ok_needs_(scale|width)'", exposed.stdout), exposed.stdout[-4000:]
 
 
 # ---------------------------------------------------------------------- #

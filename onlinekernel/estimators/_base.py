@@ -28,6 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from onlinekernel import registry
 from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
 from onlinekernel._loss import CyLoss, as_cy_loss
+from onlinekernel._progress import Progress, check_verbose
 from onlinekernel._random import words
 from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
@@ -283,6 +284,9 @@ class BaseDSG(BaseEstimator):
     reuse_schedule = (1, 0)
     precondition = False
     projection = False
+    # A parameter every public estimator takes, as a class default for models
+    # pickled before it existed: a silent fit.
+    verbose = 0
 
     def _store_params(self, params):
         """Keep the constructor's arguments as given (scikit-learn's convention).
@@ -325,6 +329,7 @@ class BaseDSG(BaseEstimator):
         _check_bool("fit_intercept", self.fit_intercept)
         _check_bool("shuffle", self.shuffle)
         _check_bool("warm_start", self.warm_start)
+        check_verbose(self.verbose)
         if not isinstance(self.average, (bool, np.bool_)):
             _check_int("average", self.average, 0)
         self._validate_reuse()
@@ -870,7 +875,9 @@ class BaseDSG(BaseEstimator):
                 start = {"coef": float(state["_scale"]) * state["_coef"][:M].astype(np.float64),
                          "intercept": state["_intercept"].copy()}
             tol = 0.0 if self.tol is None else self.tol  # None: all max_iter iterations
-            sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter, **start)
+            progress = self._progress("Iteration", tag=solver)
+            sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter,
+                                           callback=progress or None, **start)
         finally:
             op.close()
         if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
@@ -888,6 +895,8 @@ class BaseDSG(BaseEstimator):
         state["samples_seen_"] += X.shape[0]
         state["n_epochs_seen_"] += 1
         state["n_iter_"] = int(sol.n_iter)
+        progress.finish(f"{'Convergence' if sol.converged else 'No convergence'} after "
+                        f"{sol.n_iter} iterations, objective {sol.objective:.6g}")
         if not sol.converged:
             _warn_caller(f"solver {solver!r} stopped after max_iter={self.max_iter} "
                          f"iterations with a relative gradient norm (or duality gap) of "
@@ -928,14 +937,19 @@ class BaseDSG(BaseEstimator):
         when the rule has not held by then.  Sets ``n_iter_``.
         """
         stop = self._stopping()
+        progress = self._progress("Epoch")
+        label = "validation_objective" if stop.early_stopping else "objective"
         best, stalled, epochs, converged = np.inf, 0, 0, False
         while epochs < stop.max_iter:
             epoch()
             state["n_epochs_seen_"] += 1
             epochs += 1
+            # without tol the score is computed only for the progress line
+            value = score() if stop.tol is not None or progress else None
+            if progress:
+                progress(epochs, **self._epoch_values(state), **{label: value})
             if stop.tol is None:
                 continue
-            value = score()
             if not np.isfinite(value):
                 raise FloatingPointError(f"the {'validation' if stop.early_stopping else 'training'}"
                                          f" loss is {value} after epoch {epochs}: the steps "
@@ -946,10 +960,38 @@ class BaseDSG(BaseEstimator):
                 converged = True
                 break
         state["n_iter_"] = epochs
+        progress.finish(f"Convergence after {epochs} epochs" if converged else
+                        f"{epochs} epochs (tol=None)" if stop.tol is None else
+                        f"No convergence after {epochs} epochs (max_iter={stop.max_iter})")
         if stop.tol is not None and not converged:
             _warn_caller(f"SGD stopped after max_iter={stop.max_iter} epochs before its "
                          f"stopping rule held (tol={stop.tol}, n_iter_no_change="
                          f"{stop.n_iter_no_change}): raise max_iter", ConvergenceWarning)
+
+    def _progress(self, unit="Epoch", tag=None):
+        """The progress lines of this fit (see ``verbose``): silent unless ``verbose >= 1``."""
+        return Progress(self.verbose, unit, tag)
+
+    @staticmethod
+    def _epoch_values(state):
+        """What a progress line shows of the model in ``state``.
+
+        The RKHS norm of ``f`` (``sqrt(M) |coef|``, as in the penalty), the
+        intercept (its norm for several outputs), the blocks and the steps;
+        averaged when averaging is on, in the model's internal target units.
+        """
+        averaged = bool(state["n_averaged_"])
+        coef = state["_coef_avg"] if averaged else float(state["_scale"]) * state["_coef"]
+        rows = state["n_blocks_"] * state["feature_map_"].n_components
+        c = coef[:rows].astype(np.float64)
+        b = state["_intercept_avg"] if averaged else state["_intercept"]
+        values = {"norm": math.sqrt(rows * float(np.einsum("ij,ij->", c, c)))}
+        if b.shape[0] == 1:
+            values["bias"] = float(b[0])
+        else:
+            values["bias_norm"] = float(np.linalg.norm(b))
+        values.update(blocks=int(state["n_blocks_"]), T=int(state["t_"]))
+        return values
 
     def _stopping(self):
         """The SGD stopping rule of ``fit``, from scikit-learn's parameters."""

@@ -315,6 +315,21 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Prediction splits the rows, a training step splits the blocks; every
         output is computed by one thread in a fixed order, so the results do
         not depend on ``n_jobs``.
+    verbose : int, default=0
+        Progress of ``fit`` on standard output, in the format of
+        scikit-learn's ``SGDClassifier``: 0 prints nothing; 1 or more
+        prints, after each epoch of ``"sgd"``, ``-- Epoch n``, a line with
+        the norm of the function (its RKHS norm, ``sqrt(M) |coef_|``), the
+        intercept (``Bias``), the blocks, the steps taken (``T``) and the
+        objective (the validation loss with ``early_stopping``; with
+        ``tol=None`` computed for this line alone, one prediction pass per
+        epoch), and the training time so far; after each iteration of a
+        batch solver, ``-- Iteration n (solver)`` with its objective and
+        its relative gradient norm (``"newton-cg"``, also the
+        conjugate-gradient iterations and the step length; ``"lbfgs"``;
+        ``"cholesky"``, one line) or duality gap (``"dual-cd"``, per
+        output), then the time; last, a line saying how the fit ended.
+        ``partial_fit`` prints nothing.
 
     Attributes
     ----------
@@ -370,7 +385,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                  shuffle=True, average=False, reuse="all",
                  reuse_schedule=(1, 0), precondition="auto", projection=False,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
-                 dtype="float64", n_jobs=None):
+                 dtype="float64", n_jobs=None, verbose=0):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

@@ -196,6 +196,10 @@ class DSGDensityRatio(BaseDSG):
         As in :class:`onlinekernel.DSGClassifier`.
     n_jobs : int or None, default=None
         As in :class:`onlinekernel.DSGClassifier`.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per pass (the
+        objective above, or its validation value with ``early_stopping``;
+        see :class:`onlinekernel.DSGClassifier`).
 
     Attributes
     ----------
@@ -278,7 +282,8 @@ class DSGDensityRatio(BaseDSG):
                  block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=100.0,
                  max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1, shuffle=True, average=True, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     # ------------------------------------------------------------------ #

@@ -195,12 +195,15 @@ class _FixedFeatureSGD(BaseDSG):
         Xt, Yt, swt = X[train], Y[train], np.ascontiguousarray(sw[train])
         Xv, yv, swv = X[val], y[val], sw[val]
         scores, best, stalled = [], None, 0
+        progress = self._progress("Epoch")
         for _ in range(self.max_iter):
             order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xt.shape[0])
             self._run_epoch(state, Xt, Yt, swt, order)
             state["n_epochs_seen_"] += 1
             score = self._validation_score(model_outputs(state, Xv, self.n_jobs), yv, swv)
             scores.append(score)
+            if progress:
+                progress(len(scores), **self._epoch_values(state), validation_score=score)
             if not np.isfinite(score):
                 raise ValueError(f"the validation score is {score} after pass "
                                  f"{len(scores)}: the steps diverge (lower eta0)")
@@ -210,6 +213,8 @@ class _FixedFeatureSGD(BaseDSG):
                                              else state[k] for k in _STATE})
             if stalled >= self.n_iter_no_change:
                 break
+        progress.finish(f"Kept pass {best[1]} of {len(scores)} (validation score "
+                        f"{best[0]:.6g})")
         state.update(best[2])  # the model of the best pass
         state.update({"n_iter_": len(scores), "best_epoch_": best[1],
                       "validation_scores_": np.array(scores),
@@ -370,6 +375,11 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     n_jobs : int or None, default=None
         Threads of the compiled loops (``None``: 1, ``-1``: every core); the
         results do not depend on it.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per pass, as
+        scikit-learn's ``SGDRegressor`` prints them (see
+        :class:`onlinekernel.DSGClassifier`), with the validation score
+        under ``early_stopping``.
 
     Attributes
     ----------
@@ -425,7 +435,8 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
                  max_iter=1, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
                  n_samples_hint=None, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):
@@ -527,7 +538,7 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
         accuracy on the validation rows as the score.
     fit_intercept, block_size, n_samples_hint, shuffle, average, random_state
         As in :class:`~onlinekernel.FixedFeatureRegressor`.
-    warm_start, cache_bytes, dtype, n_jobs
+    warm_start, cache_bytes, dtype, n_jobs, verbose
         As in :class:`~onlinekernel.FixedFeatureRegressor`; a warm start
         also keeps the classes.
 
@@ -570,7 +581,8 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
                  max_iter=1, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
                  n_samples_hint=None, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

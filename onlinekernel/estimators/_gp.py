@@ -196,6 +196,11 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     n_jobs : int or None, default=None
         Threads of the compiled loops of the mean (as in
         :class:`onlinekernel.DSGClassifier`); the model is float64.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per epoch of
+        ``"sgd"`` (the mean's objective; see
+        :class:`onlinekernel.DSGClassifier`), or one for the exact
+        solver's pass.
 
     Attributes
     ----------
@@ -269,7 +274,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                  max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0, max_iter=1000,
                  tol=1e-4, n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, average=False, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20, n_jobs=None):
+                 cache_bytes=64 * 2 ** 20, n_jobs=None, verbose=0):
         self._store_params(locals())
 
     # The base machinery reads these two; here they follow from the model.  There
@@ -444,9 +449,13 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
             state = self._new_gp_state(X, loss, sw)
         y = np.ascontiguousarray(self._standardize_targets(state, Y, sw, first=not warm)[:, 0])
         if self.solver == "exact":
+            progress = self._progress("Epoch", tag="exact")
             self._absorb_exact(state, X, y, sw)
             state["n_epochs_seen_"] += 1
             state["n_iter_"] = 1  # one pass
+            if not partial:  # fit reports its pass (partial_fit prints nothing)
+                progress(1, **self._epoch_values(state))
+                progress.finish("Exact posterior after 1 pass")
         elif partial:
             self._add_moments(state, y, sw)
             self._sgd_epoch(state, X, y, sw, np.arange(X.shape[0], dtype=np.int64))

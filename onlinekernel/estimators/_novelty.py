@@ -132,6 +132,11 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         As in :class:`onlinekernel.DSGClassifier`.
     n_jobs : int or None, default=None
         As in :class:`onlinekernel.DSGClassifier`.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per pass
+        (the objective above, the norm of :math:`f`, the offset's
+        intercept :math:`-\rho`), as scikit-learn's ``SGDOneClassSVM``
+        prints them (see :class:`onlinekernel.DSGClassifier`).
 
     Attributes
     ----------
@@ -177,7 +182,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
                  learning_rate="inverse", eta0=0.2, t0=20.0, max_iter=1000, tol=1e-4,
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1, shuffle=True,
                  average=False, random_state=None, warm_start=False,
-                 cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None):
+                 cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None, verbose=0):
         self._store_params(locals())
 
     # The base machinery reads these three; here they follow from nu.

@@ -80,6 +80,10 @@ class DSGQuantileRegressor(BaseDSG):
     normalize_y : bool, default=True
         Train on standardised targets and map predictions back (see
         :class:`onlinekernel.DSGRegressor`): raw targets of any scale work.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per epoch of
+        ``"sgd"`` or per epoch of ``"dual-cd"`` and level (its duality
+        gap), as in :class:`onlinekernel.DSGClassifier`.
 
     Attributes
     ----------
@@ -115,7 +119,7 @@ class DSGQuantileRegressor(BaseDSG):
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
                  max_memory=2 ** 32, shuffle=True, average=True,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
-                 dtype="float64", n_jobs=None, normalize_y=True):
+                 dtype="float64", n_jobs=None, normalize_y=True, verbose=0):
         self._store_params(locals())
 
     @property

@@ -46,6 +46,10 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         predictions are mapped back, so the model file keeps the scaling.
         ``False`` trains on the targets as given (scikit-learn's
         ``GaussianProcessRegressor`` has the same switch).
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per epoch
+        of ``"sgd"`` or iteration of a batch solver, as scikit-learn's
+        ``SGDRegressor`` prints them (see :class:`DSGClassifier`).
     others
         As in :class:`DSGClassifier`.
 
@@ -79,7 +83,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                  shuffle=True, average=False, reuse="all",
                  reuse_schedule=(1, 0), precondition=False, projection=False,
                  random_state=None, warm_start=False, cache_bytes=64 * 2 ** 20,
-                 dtype="float64", n_jobs=None, normalize_y=True):
+                 dtype="float64", n_jobs=None, normalize_y=True, verbose=0):
         self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):

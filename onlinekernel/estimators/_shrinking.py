@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
+from onlinekernel._progress import check_verbose
 from onlinekernel._shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
 from onlinekernel._solver import BlockSource
 from onlinekernel.estimators._base import (BaseDSG, _check_bool, _check_int, _check_real,
@@ -187,6 +188,11 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         Threads of the prediction with features (as in
         :class:`onlinekernel.DSGClassifier`); the rounds of training are
         sequential, and the model is float64.
+    verbose : int, default=0
+        0: ``fit`` prints nothing; 1 or more: a progress line per pass
+        (``-- Epoch n``: the rounds so far ``T``, the stored points, the
+        shrinks, the step, and the time), in the format of scikit-learn's
+        SGD estimators.  ``partial_fit`` prints nothing.
 
     Attributes
     ----------
@@ -250,7 +256,8 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
     def __init__(self, kernel="iln", *, gamma="scale", degree=3, coef0=0.0, kernel_params=None,
                  n_estimates=256, B=1.0, T=None, eta0=1.0, n_epochs=1, fit_intercept=True,
                  average=True, prediction="features", block_size=256, predict_blocks=16,
-                 shuffle=True, random_state=None, cache_bytes=64 * 2 ** 20, n_jobs=None):
+                 shuffle=True, random_state=None, cache_bytes=64 * 2 ** 20, n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     def _model_dtype(self):
@@ -277,6 +284,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
         _check_int("predict_blocks", self.predict_blocks, 0)
         _check_int("cache_bytes", self.cache_bytes, 0)
+        check_verbose(self.verbose)
         check_n_jobs(self.n_jobs)
         _check_int("degree", self.degree, 0)
         _check_real("coef0", self.coef0, -np.inf)
@@ -452,6 +460,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
             arrays.append(a)
         counters = np.array([state["t_"], state["n_shrinks_"], n_old], dtype=np.int64)
         absorbed = n_old
+        progress = self._progress("Epoch") if not partial else None
         for e in range(epochs):
             if partial or not self.shuffle:
                 order = np.arange(n_rows, dtype=np.int64)
@@ -460,6 +469,11 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
             absorbed = self._rounds(state, emap, X, y, sw, order,
                                     etas[e * n_rows:(e + 1) * n_rows], arrays, counters,
                                     absorbed)
+            if progress:
+                progress(e + 1, T=int(counters[0]), stored_points=int(counters[2]),
+                         shrinks=int(counters[1]), step=float(etas[(e + 1) * n_rows - 1]))
+        if progress is not None:
+            progress.finish(f"{epochs} epochs, {int(counters[0])} rounds")
         n = int(counters[2])
         self._absorb(state, arrays, absorbed, n)
         support, beta, cum, csum_at, frozen = (a[:n].copy() for a in arrays)

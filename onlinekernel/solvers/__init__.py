@@ -20,8 +20,12 @@
 
 Each solver sees the loss through the loss protocol and the features through
 :class:`FeatureOperator`; none knows a particular loss or map.  A new solver
-is a module here with a ``solve_*(problem, tol, max_iter, coef, intercept)``
-function returning a :class:`Solution`, added to :data:`BATCH_SOLVERS`.
+is a module here with a ``solve_*(problem, tol, max_iter, coef, intercept,
+callback)`` function returning a :class:`Solution`, added to
+:data:`BATCH_SOLVERS`; it calls ``callback(n_iter, **values)`` (when given)
+after each iteration with what measures its progress (the objective, the
+relative gradient norm or duality gap), which is how an estimator's
+``verbose`` reports a fit, and prints nothing itself.
 """
 import numpy as np
 

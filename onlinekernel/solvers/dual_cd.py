@@ -237,8 +237,12 @@ def _settled(a, g, lo, hi, eps):
 
 
 def _solve_output(Phi, w, r, s, lo, hi, eps, qd, lam, fit_intercept, tol, max_iter, rng,
-                  coef0, b0):
-    """Solve one output; returns ``(C, b, epochs, converged, primal, gap)``."""
+                  coef0, b0, report=None):
+    """Solve one output; returns ``(C, b, epochs, converged, primal, gap)``.
+
+    ``report(epoch, objective, duality_gap)``, if given, is called after
+    each epoch with the best primal value and the relative certified gap.
+    """
     n, M = Phi.shape
     single = Phi.dtype == np.float32
     ws = w * s
@@ -280,6 +284,8 @@ def _solve_output(Phi, w, r, s, lo, hi, eps, qd, lam, fit_intercept, tol, max_it
         if P < best_P:
             best_P, best_C, best_b = P, C.copy(), b_star
         best_D = max(best_D, D)
+        if report is not None:
+            report(epoch, best_P, max(best_P - best_D, 0.0) / max(abs(best_P), _TINY))
         if best_P - best_D <= tol * max(abs(best_P), _TINY):
             converged = True
             break
@@ -291,7 +297,7 @@ def _solve_output(Phi, w, r, s, lo, hi, eps, qd, lam, fit_intercept, tol, max_it
 
 
 def solve_dual_cd(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None,
-                  random_state=0):
+                  random_state=0, callback=None):
     """Exact minimiser of a piecewise-linear loss's risk by dual coordinate descent.
 
     See the module docstring for the method.  The loss must have
@@ -328,6 +334,12 @@ def solve_dual_cd(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None,
         (one generator per output, each with this seed, so that output ``c``
         is bit for bit the solution of the one-output problem of column
         ``c``); the result is deterministic given an int.
+    callback : callable, optional
+        Called after each epoch as ``callback(n_iter, objective=...,
+        duality_gap=...)``: the best primal objective so far and the
+        certified duality gap relative to it (with several outputs, also
+        ``output=c``, the output being solved, whose epochs count from 1);
+        an estimator's ``verbose`` passes its progress printer here.
 
     Returns
     -------
@@ -404,12 +416,17 @@ def solve_dual_cd(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None,
     n_iter, converged, P_total, gap_total = 0, True, 0.0, 0.0
     for c in range(K):
         col = (np.ascontiguousarray(x[:, c]) for x in (r, s, lo, hi, eps))
+        report = None
+        if callback is not None:
+            def report(epoch, objective, gap, c=c):
+                callback(epoch, **({"output": c} if K > 1 else {}), objective=objective,
+                         duality_gap=gap)
         C, b, epochs, ok, P, gap = _solve_output(
             # a generator per output, seeded alike: output c of a K-output
             # problem is solved exactly as the one-output problem of column c
             Phi, w, *col, qd, lam, problem.fit_intercept, tol, max_iter,
             np.random.default_rng(random_state),
-            None if coef0 is None else coef0[:, c], b0[c])
+            None if coef0 is None else coef0[:, c], b0[c], report)
         C_all[:, c], b_all[c] = C, b
         n_iter, converged = max(n_iter, epochs), converged and ok
         P_total, gap_total = P_total + P, gap_total + gap

@@ -63,7 +63,7 @@ def _start(problem, coef, intercept):
     return C, b
 
 
-def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None):
+def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, callback=None):
     """Exact minimiser for a quadratic loss: one Newton step solved by Cholesky.
 
     Parameters
@@ -77,6 +77,10 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None):
         Unused beyond validation (one step is exact).
     coef, intercept : ndarray, optional
         Ignored: the optimum does not depend on the start.
+    callback : callable, optional
+        Called once, after the solve, as ``callback(1, objective=...,
+        gradient_norm=...)`` (the relative gradient norm at the solution);
+        an estimator's ``verbose`` passes its progress printer here.
 
     Returns
     -------
@@ -119,7 +123,10 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None):
     U = problem.raw(C, b)
     g = Problem.norm(*problem.gradient(C, U))
     g0 = max(Problem.norm(gC, gb), np.finfo(float).tiny)
-    return Solution(C, b, 1, True, problem.value(C, U), g / g0)
+    value = problem.value(C, U)
+    if callback is not None:
+        callback(1, objective=value, gradient_norm=g / g0)
+    return Solution(C, b, 1, True, value, g / g0)
 
 
 def _cho_solve(A, B):
@@ -292,7 +299,7 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
 
 
 def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, max_cg=None,
-                    precondition="auto"):
+                    precondition="auto", callback=None):
     """Inexact Newton with conjugate-gradient steps and an Armijo line search.
 
     Parameters
@@ -316,6 +323,12 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
         needs more than a few iterations.  ``"auto"``: with at least
         ``max(M, M^2 / 4096)`` rows (with fewer, plain CG products cost less
         than building the factor).
+    callback : callable, optional
+        Called after each Newton step as ``callback(n_iter, objective=...,
+        gradient_norm=..., CG_iterations=..., step=...)``: the objective,
+        the gradient norm relative to the start's, the conjugate-gradient
+        iterations the step took and its line-search length; an
+        estimator's ``verbose`` passes its progress printer here.
 
     Returns
     -------
@@ -387,16 +400,38 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
             b = b + t * pb
         gC, gb = problem.gradient(C, U)
         gnorm = Problem.norm(gC, gb)
+        if callback is not None:
+            callback(it, objective=f, gradient_norm=gnorm / g0, CG_iterations=used, step=t)
     else:
         converged = gnorm <= tol * g0
     return Solution(C, b, it, converged, f, gnorm / g0)
 
 
-def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None):
+def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, callback=None):
     """Limited-memory BFGS (scipy's L-BFGS-B) on the objective and its gradient.
 
     Needs only the loss's ``loss`` and ``gradient``; stops on the same
     relative gradient norm as :func:`solve_newton_cg`.
+
+    Parameters
+    ----------
+    problem : Problem
+        Its loss needs ``loss`` and ``gradient``; it converges for
+        ``curvature`` ``"smooth"`` or ``"constant"``.
+    tol : float, default=1e-4
+        Stop when ``|grad J| <= tol * |grad J(start)|``.
+    max_iter : int, default=1000
+        L-BFGS iterations at most.
+    coef, intercept : ndarray, optional
+        The start (warm start); zero by default.
+    callback : callable, optional
+        Called after each iteration as ``callback(n_iter, objective=...,
+        gradient_norm=...)`` (the gradient norm relative to the start's);
+        an estimator's ``verbose`` passes its progress printer here.
+
+    Returns
+    -------
+    Solution
 
     Examples
     --------
@@ -432,8 +467,10 @@ def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None):
     g0 = max(last["g"], np.finfo(float).tiny)
     state = {"n": 0, "converged": last["g"] <= tol * g0}
 
-    def callback(intermediate_result):
+    def on_iteration(intermediate_result):
         state["n"] += 1
+        if callback is not None:
+            callback(state["n"], objective=last["f"], gradient_norm=last["g"] / g0)
         if last["g"] <= tol * g0:
             state["converged"] = True
             raise StopIteration
@@ -441,7 +478,7 @@ def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None):
     if not state["converged"]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
+            res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration,
                            options={"maxiter": max_iter, "gtol": 0.0, "ftol": 0.0,
                                     "maxcor": 20})
         x0 = res.x

@@ -284,8 +284,9 @@ class BaseDSG(BaseEstimator):
     reuse_schedule = (1, 0)
     precondition = False
     projection = False
-    # A parameter every public estimator takes, as a class default for models
-    # pickled before it existed: a silent fit.
+    # Parameters every public estimator takes, as class defaults for models
+    # pickled before they existed: the budget in max_blocks, a silent fit.
+    n_components = None
     verbose = 0
 
     def _store_params(self, params):
@@ -307,7 +308,7 @@ class BaseDSG(BaseEstimator):
         self._validate_penalty()
         _check_int("batch_size", self.batch_size, 1)
         _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
-        _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
+        self._validate_budget()
         _check_real("eta0", self.eta0, 0.0, strict=True)
         _check_real("t0", self.t0, 0.0, strict=True)
         self._validate_stopping()
@@ -379,11 +380,11 @@ class BaseDSG(BaseEstimator):
                 or (isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0)):
             raise ValueError(f"precondition must be 'auto', 'eigenpro', True, False or a "
                              f"ridge > 0, got {pre!r}")
-        if pre == "eigenpro" and not (self.max_blocks is not None and self.reuse == "all"
+        if pre == "eigenpro" and not (self._budget_blocks() is not None and self.reuse == "all"
                                       and tuple(sched) == (1, 0) and not self.projection):
-            raise ValueError("precondition='eigenpro' needs a finite max_blocks, reuse='all', "
-                             "reuse_schedule=(1, 0) and projection=False: it steps on the "
-                             "full, fixed set of features")
+            raise ValueError("precondition='eigenpro' needs a finite max_blocks (or "
+                             "n_components), reuse='all', reuse_schedule=(1, 0) and "
+                             "projection=False: it steps on the full, fixed set of features")
         if self._ridge() and self.reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
@@ -397,6 +398,28 @@ class BaseDSG(BaseEstimator):
             raise ValueError("in float32 models only reuse='all' runs, preconditioned on "
                              "batches no larger than block_size; reuse modes, reuse_schedule "
                              "and projection need dtype='float64'")
+
+    def _validate_budget(self):
+        """Check the feature budget: ``max_blocks``, and ``n_components`` when given."""
+        _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
+        _check_int("n_components", self.n_components, 1, allow_none=True)
+
+    def _budget_blocks(self):
+        """The feature budget in blocks (None: unbounded).
+
+        ``n_components`` rounded up to whole blocks of ``block_size`` when
+        given (it then takes the place of ``max_blocks``), else ``max_blocks``.
+        """
+        if self.n_components is None:
+            return self.max_blocks
+        return -(-self.n_components // self.block_size)
+
+    def _budget_text(self):
+        """The parameter that sets the budget, for messages."""
+        if self.n_components is None:
+            return f"max_blocks={self.max_blocks}"
+        return (f"n_components={self.n_components} ({self._budget_blocks()} blocks of "
+                f"block_size={self.block_size})")
 
     def _ridge(self):
         """The preconditioning ridge (0: none)."""
@@ -572,7 +595,7 @@ class BaseDSG(BaseEstimator):
             "_blocks": BlockSource(fmap, seed, self.cache_bytes, dtype=dt),
             "_built_from": self._build_params(),
         }
-        max_blocks = getattr(self, "max_blocks", None)
+        max_blocks = self._budget_blocks()
         if isinstance(max_blocks, numbers.Integral):
             _check_cache(state["_blocks"], max_blocks, self.cache_bytes)
         return state
@@ -622,8 +645,8 @@ class BaseDSG(BaseEstimator):
     def _ensure_capacity(self, state, n_steps):
         F = state["feature_map_"].n_components
         nb = state["n_blocks_"] + n_steps
-        if self.max_blocks is not None:
-            nb = min(nb, self.max_blocks)
+        if self._budget_blocks() is not None:
+            nb = min(nb, self._budget_blocks())
         rows = nb * F
         for key in ("_coef", "_coef_avg"):
             coef = state[key]
@@ -639,9 +662,10 @@ class BaseDSG(BaseEstimator):
         (The solver itself checks array shapes, so a crafted model file cannot
         make it read or write out of bounds.)
         """
-        if self.max_blocks is not None and state["n_blocks_"] > self.max_blocks:
+        budget = self._budget_blocks()
+        if budget is not None and state["n_blocks_"] > budget:
             raise ValueError(f"the model has {state['n_blocks_']} blocks, more than "
-                             f"max_blocks={self.max_blocks}: the budget cannot shrink below "
+                             f"{self._budget_text()}: the budget cannot shrink below "
                              f"the blocks a model already has")
 
     def _penalty(self, state):
@@ -655,7 +679,7 @@ class BaseDSG(BaseEstimator):
     def _run_epoch(self, state, X, Y, sw, order):
         if self.precondition == "eigenpro":
             # doubly stochastic steps until the budget is full, then EigenPro's
-            grow = max(0, self.max_blocks - state["n_blocks_"]) * self.batch_size
+            grow = max(0, self._budget_blocks() - state["n_blocks_"]) * self.batch_size
             if grow:
                 self._dsg_steps(state, X, Y, sw, order[:grow])
             if order.shape[0] > grow:
@@ -724,7 +748,9 @@ class BaseDSG(BaseEstimator):
         scale = np.array([state["_scale"]])
         counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
                             dtype=np.int64)
-        max_blocks = self.max_blocks if self.max_blocks is not None else 2 ** 63 - 1
+        max_blocks = self._budget_blocks()
+        if max_blocks is None:
+            max_blocks = 2 ** 63 - 1
         X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
         train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
@@ -828,19 +854,21 @@ class BaseDSG(BaseEstimator):
         if self.solver == "sgd":
             return "sgd"
         loss = self._train_loss(state)
-        batchable = (self.max_blocks is not None
+        budget = self._budget_blocks()
+        batchable = (budget is not None
                      and getattr(loss, "intercept_rule", "constant_feature") == "constant_feature")
         if self.solver == "auto" and not batchable:
             return "sgd"
-        M = self.max_blocks * state["feature_map_"].n_components if batchable else 0
+        M = budget * state["feature_map_"].n_components if batchable else 0
         itemsize = self._model_dtype().itemsize
         if self.solver == "auto":
             return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory, self.tol)
         name = _loss_name(loss)
         if not batchable:
-            raise ValueError(f"solver={self.solver!r} needs a finite max_blocks and a loss "
-                             f"whose intercept is a constant feature; {name} with "
-                             f"max_blocks={self.max_blocks!r} trains only with solver='sgd'")
+            raise ValueError(f"solver={self.solver!r} needs a finite max_blocks (or "
+                             f"n_components) and a loss whose intercept is a constant "
+                             f"feature; {name} with {self._budget_text()} trains only with "
+                             f"solver='sgd'")
         curvatures = BATCH_SOLVERS[self.solver][1]
         if getattr(loss, "curvature", None) not in curvatures:
             raise ValueError(f"solver={self.solver!r} converges for losses of curvature "
@@ -859,7 +887,7 @@ class BaseDSG(BaseEstimator):
     def _fit_batch(self, state, solver, X, Y, sw):
         """Minimise the regularised risk on the full budget of features to ``tol``."""
         fmap = state["feature_map_"]
-        nb = self.max_blocks
+        nb = self._budget_blocks()
         M, K = nb * fmap.n_components, state["_n_outputs"]
         itemsize = self._model_dtype().itemsize
         room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)

@@ -103,12 +103,23 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Rows per training step.
     block_size : int, default=256
         Random features per block (``F``), at most 2**20.  The model has
-        ``max_blocks * block_size`` random features: scikit-learn's
-        ``RBFSampler(n_components=N)`` corresponds to ``max_blocks = N //
-        block_size`` (``n_random_features_`` after fitting).
+        ``max_blocks * block_size`` random features (``n_random_features_``
+        after fitting); scikit-learn's ``RBFSampler(n_components=N)``
+        corresponds to ``n_components=N``.
     max_blocks : int or None, default=16
         Feature budget in blocks; ``None`` grows one block per step without
         bound (plain DSG, cost per step growing with the step count).
+    n_components : int or None, default=None
+        The feature budget as a number of random features, as scikit-learn's
+        ``RBFSampler(n_components=N)`` and ``Nystroem(n_components=N)``
+        take it.  The features come in whole blocks, so ``N`` is rounded up
+        to a multiple of ``block_size``: the budget is
+        ``ceil(N / block_size)`` blocks, in place of ``max_blocks`` (which
+        is then ignored); ``n_components=1024, block_size=256`` is 4 blocks
+        and 1,024 features, ``n_components=1000`` the same 4 blocks.
+        ``None``: the budget is ``max_blocks * block_size``.
+        ``n_random_features_`` reaches it once the budget is full (a batch
+        solver's ``fit`` uses all of it).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
         Step schedule: ``eta0 / (1 + (t-1)/t0)``, ``eta0 / sqrt(1 + (t-1)/t0)``,
         ``eta0`` or ``1 / (alpha t)``.
@@ -295,8 +306,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``loss_params``, ``kernel``, ``kernel_params``, ``gamma``,
         ``degree``, ``coef0``, ``block_size``) raises a ValueError; the
         others (``alpha``, the step, ``batch_size``, a larger
-        ``max_blocks``, ``dtype``, which converts the model, ...) take effect
-        on the next call.
+        ``max_blocks`` or ``n_components``, ``dtype``, which converts the
+        model, ...) take effect on the next call.  A budget below the
+        model's blocks raises a ValueError.
     cache_bytes : int, default=64 MiB
         Memory budget for materialised blocks; blocks beyond it are
         regenerated whenever used, and a UserWarning says so when the
@@ -379,7 +391,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def __init__(self, loss="logistic", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
                  alpha=1e-6, fit_intercept=True, batch_size=32, block_size=256, max_blocks=16,
-                 learning_rate="inverse", eta0=64.0, t0=100.0,
+                 n_components=None, learning_rate="inverse", eta0=64.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",

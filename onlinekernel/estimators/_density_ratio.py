@@ -152,6 +152,12 @@ class DSGDensityRatio(BaseDSG):
         Random features per block.
     max_blocks : int or None, default=16
         Feature budget in blocks (see :class:`DSGClassifier`).
+    n_components : int or None, default=None
+        The feature budget as a number of random features (scikit-learn's
+        ``RBFSampler(n_components=N)``), rounded up to whole blocks of
+        ``block_size``: ``ceil(N / block_size)`` blocks replace
+        ``max_blocks``; ``None``: ``max_blocks * block_size`` (see
+        :class:`DSGClassifier`).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="invsqrt"
         Step schedule (see :class:`DSGClassifier`).
     eta0 : float, default=1.0
@@ -279,7 +285,8 @@ class DSGDensityRatio(BaseDSG):
 
     def __init__(self, kernel="gaussian", *, gamma="median", degree=3, coef0=0.0,
                  kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
-                 block_size=256, max_blocks=16, learning_rate="invsqrt", eta0=1.0, t0=100.0,
+                 block_size=256, max_blocks=16, n_components=None, learning_rate="invsqrt",
+                 eta0=1.0, t0=100.0,
                  max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1, shuffle=True, average=True, random_state=None,
                  warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,

@@ -105,6 +105,14 @@ class _FixedFeatureSGD(BaseDSG):
     def _validate_penalty(self):
         """No penalty to check: regularisation is implicit."""
 
+    def _validate_budget(self):
+        """Nothing to check here: ``n_components`` is the model's size (see ``_validate_params``)."""
+
+    def _budget_blocks(self):
+        # the shared machinery runs on a view whose max_blocks is the model's
+        # size (n_components resolved, whole blocks): see _view
+        return self.__dict__.get("max_blocks")
+
     def _penalty(self, state):
         return 0.0
 
@@ -310,8 +318,9 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     kernel_params : dict, default=None
         Further parameters of the feature map.
     n_components : "auto" or int, default="auto"
-        The number of random features ``M``, rounded up to whole blocks of
-        ``block_size``; ``"auto"``:
+        The number of random features ``M`` (as scikit-learn's
+        ``RBFSampler(n_components=M)`` takes it), rounded up to whole
+        blocks of ``block_size``; ``"auto"``:
         :func:`~onlinekernel.estimators._fixed.auto_n_components` of the
         number of training rows.  Fixed when the model is built: continuing
         a fitted model (``partial_fit``, ``warm_start``) with another

@@ -141,7 +141,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     variance_blocks : int, default=8
         Feature budget of the variance operator in blocks (and, with
         ``solver="exact"``, of the mean): the first ``variance_blocks``
-        blocks of the model's random features; at most ``max_blocks``.
+        blocks of the model's random features; at most ``max_blocks``
+        (or the blocks of ``n_components``).
     center_y : bool, default=True
         Use the (weighted) mean of the targets seen as the constant prior
         mean; ``False``: a zero prior mean.
@@ -160,6 +161,15 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         Random features per block.
     max_blocks : int or None, default=16
         Feature budget of the mean in blocks (``"sgd"``).
+    n_components : int or None, default=None
+        The feature budget of the mean as a number of random features
+        (``"sgd"``), as scikit-learn's ``RBFSampler(n_components=N)`` takes
+        it, rounded up to whole blocks of ``block_size`` and to at least
+        ``variance_blocks`` blocks (the variance features are the mean's
+        first blocks): ``max(ceil(N / block_size), variance_blocks)``
+        blocks replace ``max_blocks``; ``None``: ``max_blocks *
+        block_size``.  (With ``"exact"`` the features are the
+        ``variance_blocks`` blocks.)
     learning_rate : {"constant", "inverse", "invsqrt"}, default="constant"
         Step schedule (``"sgd"``; see :class:`onlinekernel.DSGClassifier`).
     eta0 : float, default=1.0
@@ -271,7 +281,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     def __init__(self, kernel="gaussian", *, gamma="scale", noise_variance=0.1, degree=3,
                  coef0=0.0, kernel_params=None, solver="exact", variance_blocks=8,
                  center_y=True, normalize_y=True, batch_size=64, block_size=256,
-                 max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0, max_iter=1000,
+                 max_blocks=16, n_components=None, learning_rate="constant", eta0=1.0,
+                 t0=100.0, max_iter=1000,
                  tol=1e-4, n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, average=False, random_state=None, warm_start=False,
                  cache_bytes=64 * 2 ** 20, n_jobs=None, verbose=0):
@@ -310,10 +321,19 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         _check_bool("center_y", self.center_y)
         _check_bool("normalize_y", self.normalize_y)
         super()._validate_params()
-        if self.max_blocks is not None and self.variance_blocks > self.max_blocks:
+        budget = self._budget_blocks()
+        if budget is not None and self.variance_blocks > budget:
             raise ValueError(f"variance_blocks={self.variance_blocks} exceeds "
-                             f"max_blocks={self.max_blocks}: the variance features are the "
+                             f"{self._budget_text()}: the variance features are the "
                              f"first blocks of the mean's")
+
+    def _budget_blocks(self):
+        # n_components is rounded up to the blocks the model needs: whole
+        # blocks, and at least the variance's (validated before this is read)
+        budget = super()._budget_blocks()
+        if self.n_components is None:
+            return budget
+        return max(budget, self.variance_blocks)
 
     def _check_continuation(self):
         """A fitted model continues only with the settings its state was built for."""

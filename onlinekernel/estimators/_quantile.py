@@ -59,6 +59,12 @@ class DSGQuantileRegressor(BaseDSG):
     batch_size : int, default=64
     block_size : int, default=256
     max_blocks : int or None, default=16
+    n_components : int or None, default=None
+        The feature budget as a number of random features (scikit-learn's
+        ``RBFSampler(n_components=N)``), rounded up to whole blocks of
+        ``block_size``: ``ceil(N / block_size)`` blocks replace
+        ``max_blocks``; ``None``: ``max_blocks * block_size`` (see
+        :class:`onlinekernel.DSGClassifier`).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
     eta0 : float, default=2.0
     t0 : float, default=50.0
@@ -114,7 +120,8 @@ class DSGQuantileRegressor(BaseDSG):
 
     def __init__(self, quantiles=(0.1, 0.5, 0.9), kernel="gaussian", *, gamma="scale",
                  degree=3, coef0=0.0, kernel_params=None, alpha=1e-3, fit_intercept=True,
-                 batch_size=64, block_size=256, max_blocks=16, learning_rate="inverse",
+                 batch_size=64, block_size=256, max_blocks=16, n_components=None,
+                 learning_rate="inverse",
                  eta0=2.0, t0=50.0, solver="auto", max_iter=1000, tol=1e-4,
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,
                  max_memory=2 ** 32, shuffle=True, average=True,

@@ -46,6 +46,12 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         predictions are mapped back, so the model file keeps the scaling.
         ``False`` trains on the targets as given (scikit-learn's
         ``GaussianProcessRegressor`` has the same switch).
+    n_components : int or None, default=None
+        The feature budget as a number of random features, as
+        scikit-learn's ``RBFSampler(n_components=N)`` takes it, rounded up
+        to whole blocks of ``block_size``: ``ceil(N / block_size)`` blocks
+        replace ``max_blocks``; ``None``: ``max_blocks * block_size`` (see
+        :class:`DSGClassifier`).
     verbose : int, default=0
         0: ``fit`` prints nothing; 1 or more: a progress line per epoch
         of ``"sgd"`` or iteration of a batch solver, as scikit-learn's
@@ -77,7 +83,8 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
                  alpha=1e-6, fit_intercept=True,
-                 batch_size=64, block_size=256, max_blocks=16, learning_rate="constant", eta0=1.0, t0=100.0,
+                 batch_size=64, block_size=256, max_blocks=16, n_components=None,
+                 learning_rate="constant", eta0=1.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",

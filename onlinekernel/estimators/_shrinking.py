@@ -109,7 +109,8 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
     :math:`\langle \bar f, \Phi(x)\rangle + \bar b`, evaluated by
 
     * ``prediction="features"`` (default): ``predict_blocks`` blocks of
-      ``block_size`` random features drawn once from the model's seed,
+      ``block_size`` random features (or ``n_components`` features) drawn
+      once from the model's seed,
       :math:`\frac1R\sum_r \big(\sum_i \bar\alpha_i \psi(x_i; w_r)\big)
       \psi(x; w_r)`: an unbiased estimate for every :math:`x` with the
       variance bound of EST_SCALAR_PROD (their Theorem 1.3) with
@@ -176,6 +177,14 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         Blocks of prediction features, ``R = predict_blocks * block_size``
         (0 is allowed with ``prediction="kernel"``).  Training adds
         :math:`R` feature evaluations per stored point to keep ``coef_``.
+    n_components : int or None, default=None
+        The number of prediction features ``R``, as scikit-learn's
+        ``RBFSampler(n_components=R)`` takes it, rounded up to whole blocks
+        of ``block_size``; when given, it replaces ``predict_blocks`` (then
+        ignored) by ``ceil(R / block_size)``.  ``None``:
+        ``R = predict_blocks * block_size``.  Fixed when the model is built:
+        continuing it (``partial_fit``) with another number of blocks is an
+        error.
     shuffle : bool, default=True
         Shuffle the rows of ``fit`` before each pass (from the seed).
     random_state : int, RandomState or None, default=None
@@ -256,8 +265,8 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
     def __init__(self, kernel="iln", *, gamma="scale", degree=3, coef0=0.0, kernel_params=None,
                  n_estimates=256, B=1.0, T=None, eta0=1.0, n_epochs=1, fit_intercept=True,
                  average=True, prediction="features", block_size=256, predict_blocks=16,
-                 shuffle=True, random_state=None, cache_bytes=64 * 2 ** 20, n_jobs=None,
-                 verbose=0):
+                 n_components=None, shuffle=True, random_state=None,
+                 cache_bytes=64 * 2 ** 20, n_jobs=None, verbose=0):
         self._store_params(locals())
 
     def _model_dtype(self):
@@ -283,6 +292,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         _check_int("n_epochs", self.n_epochs, 1)
         _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
         _check_int("predict_blocks", self.predict_blocks, 0)
+        _check_int("n_components", self.n_components, 0, allow_none=True)
         _check_int("cache_bytes", self.cache_bytes, 0)
         check_verbose(self.verbose)
         check_n_jobs(self.n_jobs)
@@ -293,8 +303,10 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         if not isinstance(self.prediction, str) or self.prediction not in _PREDICTIONS:
             raise ValueError(f"prediction must be one of {', '.join(map(repr, _PREDICTIONS))}, "
                              f"got {self.prediction!r}")
-        if self.prediction == "features" and self.predict_blocks < 1:
-            raise ValueError("prediction='features' needs predict_blocks >= 1")
+        if self.prediction == "features" and self._predict_blocks() < 1:
+            raise ValueError("prediction='features' needs predict_blocks >= 1" if
+                             self.n_components is None else
+                             "prediction='features' needs n_components >= 1")
         if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
@@ -307,19 +319,26 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
                              f"numpy RandomState, got {rs!r}")
         self._check_names()
 
+    def _predict_blocks(self):
+        """Blocks of prediction features: ``n_components`` in whole blocks, or ``predict_blocks``."""
+        if self.n_components is None:
+            return self.predict_blocks
+        return -(-self.n_components // self.block_size)
+
     def _new_sg_state(self, X):
         fmap, gamma = self._make_feature_map(X)
         rs = check_random_state(self.random_state)
         hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
         seed = int((int(hi) << 32) | int(lo))
         d = X.shape[1]
-        R = self.predict_blocks * fmap.n_components
+        nb = self._predict_blocks()
+        R = nb * fmap.n_components
         return {
             "loss_": self._resolve_base_loss(), "feature_map_": fmap, "gamma_": gamma,
             "seed_": seed, "n_features_in_": d, "_n_outputs": 1,
             "_coef": np.zeros((R, 1)), "_scale": 1.0, "_intercept": np.zeros(1),
             "_coef_avg": np.zeros((R, 1)), "_intercept_avg": np.zeros(1),
-            "n_blocks_": int(self.predict_blocks), "t_": 0, "samples_seen_": 0,
+            "n_blocks_": int(nb), "t_": 0, "samples_seen_": 0,
             "n_epochs_seen_": 0, "n_averaged_": 0,
             # the stored points; alpha = c * beta; cum = cumsum(|beta|); C_i
             # (see _sg); each point's sum of alpha over the rounds before the
@@ -342,6 +361,13 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
 
     def _state_copy(self):
         self._check_unchanged()
+        if self._predict_blocks() != self.n_blocks_:
+            # the readout holds every stored point's prediction features
+            given = (f"predict_blocks={self.predict_blocks}" if self.n_components is None
+                     else f"n_components={self.n_components}")
+            raise ValueError(f"the model has {self.n_random_features_} prediction features "
+                             f"({self.n_blocks_} blocks); it cannot continue with {given} "
+                             f"(call fit to build a model with them, or set it back)")
         keys = ("loss_", "feature_map_", "gamma_", "seed_", "n_features_in_", "_n_outputs",
                 "_coef", "_scale", "_intercept", "_coef_avg", "_intercept_avg", "n_blocks_",
                 "t_", "samples_seen_", "n_epochs_seen_", "n_averaged_", "_blocks",

@@ -20,6 +20,7 @@ import warnings
 import weakref
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -39,6 +40,7 @@ from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
     BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
     solver_memory)
+from onlinekernel.solvers._features import as_rows
 from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
@@ -107,7 +109,7 @@ def model_outputs(state, X, n_jobs=None, intercept=True):
         coef, scale, b = state["_coef"], state["_scale"], state["_intercept"]
     if not intercept:
         b = np.zeros_like(b)
-    X = np.ascontiguousarray(X, dtype=coef.dtype)
+    X = as_rows(X, coef.dtype)
     out = predict_raw(state["_blocks"], X, coef, state["n_blocks_"], scale, b,
                       check_n_jobs(n_jobs))
     bad = ~np.isfinite(out).all(axis=1)
@@ -115,7 +117,7 @@ def model_outputs(state, X, n_jobs=None, intercept=True):
         # finite inputs whose features overflow (1e200 in an arc-cosine map, say)
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"row {i} of X gives a non-finite output (its largest |value| is "
-                         f"{float(np.max(np.abs(X[i]))) if X.shape[1] else 0.0:.3g}): the "
+                         f"{float(abs(X[i]).max()) if X.shape[1] else 0.0:.3g}): the "
                          f"{_map_name(state['feature_map_'])} features overflow on it; "
                          f"bring the inputs to the scale the model was trained on")
     return out
@@ -188,6 +190,31 @@ def _warn_caller(message, category):
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)
+
+
+def _entry_variance(X, sample_weight=None):
+    """The variance of X's entries (zeros of a sparse X included), rows weighted.
+
+    A weight counts as repeated rows; this is what ``gamma="scale"`` divides by.
+    """
+    n, d = X.shape
+    if n * d == 0:
+        return 0.0
+    if not sp.issparse(X):
+        if sample_weight is None:
+            return float(X.var())
+        w = np.repeat(sample_weight, d)
+        mean = np.average(X.ravel(), weights=w)
+        return float(np.average((X.ravel() - mean) ** 2, weights=w))
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    total = d * w.sum()
+    data = X.data.astype(np.float64)
+    mean = float(w @ np.asarray(X.sum(axis=1), dtype=np.float64).ravel()) / total
+    rows = np.repeat(np.arange(n), np.diff(X.indptr))
+    # E[(x - mean)^2] over every entry: the stored ones, and the zeros at mean^2
+    stored = float(np.sum(w[rows] * (data - mean) ** 2))
+    zeros = (total - float(w[rows].sum())) * mean ** 2
+    return (stored + zeros) / total
 
 
 def _check_cache(src, n_blocks, cache_bytes):
@@ -288,6 +315,11 @@ class BaseDSG(BaseEstimator):
     # pickled before they existed: the budget in max_blocks, a silent fit.
     n_components = None
     verbose = 0
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR rows go to the maps' sparse products
+        return tags
 
     def _store_params(self, params):
         """Keep the constructor's arguments as given (scikit-learn's convention).
@@ -479,7 +511,12 @@ class BaseDSG(BaseEstimator):
         return mean, scale
 
     def _scale_inputs(self, X, given=None):
-        """``(X - mean) / scale`` with ``input_scaling`` (or ``given``); X as is without one."""
+        """``(X - mean) / scale`` with ``input_scaling`` (or ``given``); X as is without one.
+
+        Sparse X is scaled, never centred (that would make it dense): its
+        scaling must have a zero mean, as scikit-learn's
+        ``StandardScaler(with_mean=False)`` gives.
+        """
         scaling = self._input_scaling(given)
         if scaling is None:
             return X
@@ -487,6 +524,14 @@ class BaseDSG(BaseEstimator):
         if X.shape[1] != mean.shape[0]:
             raise ValueError(f"X has {X.shape[1]} features, input_scaling has "
                              f"{mean.shape[0]} columns")
+        if sp.issparse(X):
+            if np.any(mean != 0):
+                raise ValueError("input_scaling with a nonzero mean would make sparse X "
+                                 "dense; give a zero mean (scaling only, as "
+                                 "StandardScaler(with_mean=False) fits) or dense X")
+            X = X.copy()
+            X.data = (X.data / scale[X.indices]).astype(X.dtype)  # as the dense rows' bits
+            return X
         return np.ascontiguousarray((X - mean) / scale, dtype=X.dtype)
 
     def _check_names(self):
@@ -552,15 +597,10 @@ class BaseDSG(BaseEstimator):
             if isinstance(self.gamma, str) and self.gamma != "scale":
                 gamma = self._gamma_rule(X, sample_weight)  # a subclass's own rule
             elif isinstance(self.gamma, str):
-                if sample_weight is None or not X.size:
-                    var = float(X.var()) if X.size else 0.0
-                else:
-                    w = np.repeat(sample_weight, d)
-                    mean = np.average(X.ravel(), weights=w)
-                    var = float(np.average((X.ravel() - mean) ** 2, weights=w))
+                var = _entry_variance(X, sample_weight)
                 if not np.isfinite(var):
                     raise ValueError(f"gamma='scale' needs the variance of X, which overflows "
-                                     f"(|X| up to {float(np.max(np.abs(X))):.3g}): standardise "
+                                     f"(|X| up to {float(abs(X).max()):.3g}): standardise "
                                      f"the inputs or give gamma as a number")
                 gamma = 1.0 / (d * var) if var > 0 else 1.0
             else:
@@ -700,7 +740,7 @@ class BaseDSG(BaseEstimator):
             raise ValueError(f"precondition='eigenpro' needs a loss whose intercept is a "
                              f"constant feature; {_loss_name(loss)} has intercept_rule="
                              f"{loss.intercept_rule!r}")
-        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
+        X = as_rows(X, state["_coef"].dtype)
         if "_eig_vectors" not in state:
             rows = np.sort(order[np.argsort(words(state["seed_"], _EIGENPRO_BLOCK, 0,
                                                   order.shape[0]),
@@ -751,7 +791,7 @@ class BaseDSG(BaseEstimator):
         max_blocks = self._budget_blocks()
         if max_blocks is None:
             max_blocks = 2 ** 63 - 1
-        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
+        X = as_rows(X, state["_coef"].dtype)
         train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
                     state["_intercept"], scale, counters, state["_coef_avg"],
@@ -814,7 +854,7 @@ class BaseDSG(BaseEstimator):
         # loss stay, so X must have the same columns (and y known labels).
         warm = self.warm_start and hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
-                             y_numeric=self._y_numeric, reset=not warm)
+                             accept_sparse="csr", y_numeric=self._y_numeric, reset=not warm)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")
@@ -1152,7 +1192,7 @@ class BaseDSG(BaseEstimator):
             return self
         first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
-                             y_numeric=self._y_numeric, reset=first)
+                             accept_sparse="csr", y_numeric=self._y_numeric, reset=first)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")
@@ -1185,7 +1225,8 @@ class BaseDSG(BaseEstimator):
         snapshot = object.__new__(type(self))
         snapshot.__dict__.update(st)
         snapshot.__dict__["n_features_in_"] = st["feature_map_"].n_features_in
-        X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C",
+                          accept_sparse="csr", reset=False)
         built = st.get("_built_from")
         if isinstance(built, dict) and built.get("input_scaling") is not None:
             # the scaling the model was built with, whatever set_params did since

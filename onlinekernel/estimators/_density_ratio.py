@@ -9,6 +9,7 @@ each sample, so the step's one block of random features serves both halves
 of the paired update.
 """
 import numpy as np
+import scipy.sparse as sp
 from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -40,7 +41,7 @@ def median_gamma(X):
     """
     if X.shape[0] > _MEDIAN_ROWS:
         X = X[np.linspace(0, X.shape[0] - 1, _MEDIAN_ROWS).round().astype(np.intp)]
-    sq = pdist(X, "sqeuclidean")
+    sq = pdist(X.toarray() if sp.issparse(X) else X, "sqeuclidean")
     med = float(np.median(sq)) if sq.size else 0.0
     if med <= 0.0 and sq.size:
         med = float(sq.mean())  # more than half the pairs coincide
@@ -311,7 +312,8 @@ class DSGDensityRatio(BaseDSG):
         arrays = []
         for name, X in (("X_numerator", X_numerator), ("X_denominator", X_denominator)):
             try:
-                X = check_array(X, dtype=np.float64, order="C", input_name=name)
+                X = check_array(X, dtype=np.float64, order="C", accept_sparse="csr",
+                                input_name=name)
             except ValueError as exc:
                 if name in str(exc):
                     raise
@@ -332,7 +334,10 @@ class DSGDensityRatio(BaseDSG):
 
     @staticmethod
     def _stack(Xp, Xq):
-        X = np.concatenate([Xp, Xq])
+        if sp.issparse(Xp) or sp.issparse(Xq):
+            X = sp.vstack([sp.csr_matrix(Xp), sp.csr_matrix(Xq)], format="csr")
+        else:
+            X = np.concatenate([Xp, Xq])
         Y = np.concatenate([np.ones(Xp.shape[0]), -np.ones(Xq.shape[0])])[:, None]
         # weight 2: a batch's mean over both halves is the paired step itself
         sw = np.full(X.shape[0], 2.0)

@@ -185,7 +185,7 @@ class _FixedFeatureSGD(BaseDSG):
         self._validate_params()
         warm = self.warm_start and hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
-                             y_numeric=self._y_numeric, reset=not warm)
+                             accept_sparse="csr", y_numeric=self._y_numeric, reset=not warm)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")

@@ -452,8 +452,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         first = not hasattr(self, "_coef")
         warm = not first and (partial or self.warm_start)
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
-                             reset=not warm)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", accept_sparse="csr",
+                             y_numeric=True, reset=not warm)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sw < 0) or not np.all(np.isfinite(sw)):
             raise ValueError("sample_weight must be finite and non-negative")
@@ -547,7 +547,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         check_is_fitted(self, "_coef")
         # one snapshot: a concurrent partial_fit publishes its state in one step
         st = self.__dict__.copy()
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = validate_data(self, X, dtype=np.float64, order="C", accept_sparse="csr",
+                          reset=False)
         if st["n_averaged_"]:
             raw = predict_raw(st["_blocks"], X, st["_coef_avg"], st["n_blocks_"], 1.0,
                               st["_intercept_avg"])

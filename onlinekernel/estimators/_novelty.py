@@ -277,7 +277,8 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         """``f(X)`` and the offset, from one snapshot of the model."""
         check_is_fitted(self, "_coef")
         st = self.__dict__.copy()  # a concurrent partial_fit replaces the state whole
-        X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", reset=False)
+        X = validate_data(self, X, dtype=st["_coef"].dtype, order="C", accept_sparse="csr",
+                          reset=False)
         b = st["_intercept_avg"] if st["n_averaged_"] else st["_intercept"]
         f = model_outputs(st, X, self.n_jobs, intercept=False)[:, 0]
         return f, -float(b[0])

@@ -12,6 +12,7 @@ import math
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -67,6 +68,11 @@ def estimate_map(fmap):
     raise ValueError(f"the feature map {base!r} cannot be built with a block of at most 256 "
                      f"features ({errors[-1]}); the Shrinking Gradient draws a fresh block "
                      f"per sampled pair")
+
+
+def _dense(X):
+    """Sparse rows made dense: the support set stores the rows it keeps as dense arrays."""
+    return X.toarray() if sp.issparse(X) else X
 
 
 class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
@@ -456,8 +462,9 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         first = not hasattr(self, "_support")
         self._validate_params()
         continuing = partial and not first
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
-                             reset=not continuing)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", accept_sparse="csr",
+                             y_numeric=True, reset=not continuing)
+        X = _dense(X)
         y = np.ascontiguousarray(y, dtype=np.float64)
         sw = np.ones(X.shape[0])
         if continuing:
@@ -578,7 +585,8 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         check_is_fitted(self, "_support")
         # one snapshot: a concurrent partial_fit publishes its state in one step
         st = self.__dict__.copy()
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = _dense(validate_data(self, X, dtype=np.float64, order="C", accept_sparse="csr",
+                                 reset=False))
         average = bool(st["n_averaged_"])
         if self.prediction == "features":
             if not st["n_blocks_"]:

@@ -11,7 +11,10 @@ defaults: 4,096 random features, ``solver="auto"``):
   counted: that is what a user without sparse support does);
 * **one pass of partial_fit**: the stream in chunks of ``--chunk-rows`` rows,
   each chunk CSR against each chunk densified;
-* **predict**: ``decision_function`` of the test rows, CSR against dense.
+* **predict**: ``decision_function`` of the test rows, CSR against dense;
+* **features**: the fitted model's random features of every training row
+  (``transform_block`` of each block: the projection and the cosine alone,
+  which the solvers' other work does not dilute), CSR against dense rows.
 
 Each pair runs interleaved ``--repeats`` times (the order reversed every
 other repeat, so both see the same machine load) and reports the median wall
@@ -109,14 +112,22 @@ def main(argv=None):
         pred, preds = _pair("predict",
                             lambda dense: model.decision_function(Xt if dense else Xts),
                             repeats, log)
+        fmap, blocks = model.feature_map_, model.n_blocks_
+        feats, feat_out = _pair(
+            "features",
+            lambda dense: [fmap.transform_block(model.seed_, j, X if dense else Xs)
+                           for j in range(blocks)], repeats, log)
     for entry, models in ((fit, fits), (stream, streams)):
         entry["max_coef_difference"] = float(np.max(np.abs(models["sparse"]._coef
                                                            - models["dense"]._coef)))
         entry["test_accuracy"] = {k: float(np.mean(m.predict(Xt) == yt))
                                   for k, m in models.items()}
     pred["max_output_difference"] = float(np.max(np.abs(preds["sparse"] - preds["dense"])))
+    feats["identical"] = all(np.array_equal(a, b)
+                             for a, b in zip(feat_out["sparse"], feat_out["dense"]))
     fit["solver"] = fits["sparse"].solver_
-    report["results"] = {"fit": fit, "one_pass_partial_fit": stream, "predict": pred}
+    report["results"] = {"fit": fit, "one_pass_partial_fit": stream, "predict": pred,
+                         "features": feats}
     report["targets"] = [{
         "name": f"sparse fit >= {TARGET_FIT_RATIO}x faster than densifying first",
         "measured": fit["ratio_dense_over_sparse"],

@@ -38,6 +38,23 @@ cdef void _densify(const int64_t* indptr, const int32_t* indices, const real* da
             x[i * d + indices[t]] += data[t]
 
 
+cdef void _densified(CyFeatureMap fmap, const real* params, const int64_t* indptr,
+                     const int32_t* indices, const real* data, Py_ssize_t n, real* out,
+                     real* work) noexcept nogil:
+    """The map's dense transform of the n CSR rows, densified into a scratch."""
+    cdef Py_ssize_t d = fmap.n_features_in
+    cdef real* x = <real*>malloc(max(1, n * d) * sizeof(real))
+    if x == NULL:
+        fmap._out_of_memory("transform_csr", n * fmap.n_components, <void*>out, real is float)
+        return
+    _densify(indptr, indices, data, n, d, x)
+    if real is float:
+        fmap.transform_f32(params, x, n, d, out, work)
+    else:
+        fmap.transform(params, x, n, d, out, work)
+    free(x)
+
+
 cdef class CyFeatureMap:
     """Base class of compiled random-feature maps (see the module docstring)."""
     name = None
@@ -89,24 +106,12 @@ cdef class CyFeatureMap:
                             const int32_t* indices, const double* data, Py_ssize_t n,
                             double* out, double* work) noexcept nogil:
         # Reference path for maps without a sparse kernel: densify the rows.
-        cdef double* x = <double*>malloc(max(1, n * self.n_features_in) * sizeof(double))
-        if x == NULL:
-            self._out_of_memory("transform_csr", n * self.n_components, <void*>out, 0)
-            return
-        _densify[double](indptr, indices, data, n, self.n_features_in, x)
-        self.transform(params, x, n, self.n_features_in, out, work)
-        free(x)
+        _densified(self, params, indptr, indices, data, n, out, work)
 
     cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
                                 const int32_t* indices, const float* data, Py_ssize_t n,
                                 float* out, float* work) noexcept nogil:
-        cdef float* x = <float*>malloc(max(1, n * self.n_features_in) * sizeof(float))
-        if x == NULL:
-            self._out_of_memory("transform_csr_f32", n * self.n_components, <void*>out, 1)
-            return
-        _densify[float](indptr, indices, data, n, self.n_features_in, x)
-        self.transform_f32(params, x, n, self.n_features_in, out, work)
-        free(x)
+        _densified(self, params, indptr, indices, data, n, out, work)
 
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil:

@@ -5,7 +5,7 @@ from libc.math cimport sqrt
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile, ok_cos_tile_f32
-from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32
+from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32, real
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -99,28 +99,12 @@ cdef class Gaussian(CyFeatureMap):
     cdef void transform_csr(self, const double* params, const int64_t* indptr,
                             const int32_t* indices, const double* data, Py_ssize_t n,
                             double* out, double* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
-        if self.pairs:
-            csr_project(params, h, d, indptr, indices, data, n, out, F)
-            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
-            ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            csr_project(params, F, d, indptr, indices, data, n, out, F)
-            ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+        _csr_features(self, params, indptr, indices, data, n, out)
 
     cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
                                 const int32_t* indices, const float* data, Py_ssize_t n,
                                 float* out, float* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
-        if self.pairs:
-            csr_project(params, h, d, indptr, indices, data, n, out, F)
-            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
-            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            csr_project(params, F, d, indptr, indices, data, n, out, F)
-            ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+        _csr_features(self, params, indptr, indices, data, n, out)
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""
@@ -131,3 +115,25 @@ cdef class Gaussian(CyFeatureMap):
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma, "pairs": self.pairs}
+
+
+cdef void _csr_features(Gaussian fmap, const real* params, const int64_t* indptr,
+                        const int32_t* indices, const real* data, Py_ssize_t n,
+                        real* out) noexcept nogil:
+    """The features of n CSR rows: the sparse projection, then the cosines of ``transform``."""
+    cdef Py_ssize_t d = fmap.n_features_in, F = fmap.n_components, h = F // 2
+    if fmap.pairs:
+        csr_project(params, h, d, indptr, indices, data, n, out, F)
+        csr_project(params, h, d, indptr, indices, data, n, out + h, F)
+        if real is float:
+            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
+            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
+        else:
+            ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
+            ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
+        return
+    csr_project(params, F, d, indptr, indices, data, n, out, F)
+    if real is float:
+        ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+    else:
+        ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)

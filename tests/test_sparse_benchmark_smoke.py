@@ -32,7 +32,7 @@ def test_quick_run_writes_results(sparse_bench, tmp_path):
                                 "--chunk-rows", "100", "--out-dir", str(tmp_path / "out")])
     saved = json.loads((tmp_path / "out" / "sparse_quick.json").read_text())
     assert saved["benchmark"] == "sparse" and saved["mode"] == "quick"
-    for key in ("fit", "one_pass_partial_fit", "predict"):
+    for key in ("fit", "one_pass_partial_fit", "predict", "features"):
         entry = report["results"][key]
         assert entry["sparse_s"] > 0 and entry["dense_s"] > 0
     # the same model from the sparse and the dense rows (gamma="scale" is the
@@ -40,4 +40,5 @@ def test_quick_run_writes_results(sparse_bench, tmp_path):
     assert report["results"]["fit"]["max_coef_difference"] < 1e-10
     assert report["results"]["one_pass_partial_fit"]["max_coef_difference"] < 1e-10
     assert report["results"]["predict"]["max_output_difference"] == 0.0
+    assert report["results"]["features"]["identical"]
     assert saved["targets"][0]["name"].startswith("sparse fit")

@@ -33,6 +33,7 @@ MODULES = {
     "onlinekernel_plugins._arccos": "plugins/_arccos.pyx",
     "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
     "onlinekernel_plugins._iln": "plugins/_iln.pyx",
+    "onlinekernel_plugins._orf": "plugins/_orf.pyx",
 }
 
 if sys.platform == "win32":

@@ -513,12 +513,13 @@ def test_plugins_lists_builtins_with_parameters_and_distribution(capsys):
     assert re.search(r"^  gaussian +n_components=256, gamma=1\.0, pairs=False +onlinekernel ",
                      out, re.M)
     assert re.search(r"^  hinge +- +onlinekernel \(builtin_losses\)$", out, re.M)
+    assert re.search(r"^  orf +n_components=256, gamma=1\.0, pairs=False +onlinekernel ", out, re.M)
     code, out, err = _run(["plugins", "--json"], capsys)
     tables = json.loads(out)
     for name in ("hinge", "squared_hinge", "logistic", "multinomial", "squared", "huber",
                  "epsilon_insensitive", "quantile"):
         assert tables["losses"][name]["distribution"] == "onlinekernel"
-    for name in ("gaussian", "laplacian", "arccos", "poly_sketch"):
+    for name in ("gaussian", "laplacian", "arccos", "poly_sketch", "orf"):
         assert tables["feature_maps"][name]["distribution"] == "onlinekernel"
     assert tables["losses"]["huber"]["parameters"] == {"delta": None}
     assert tables["feature_maps"]["poly_sketch"]["parameters"]["degree"] == 3

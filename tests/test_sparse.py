@@ -38,7 +38,7 @@ def _assert_same_model(a, b, atol=1e-10):
 
 MAPS = [("gaussian", {}), ("gaussian", {"pairs": True}), ("laplacian", {}),
         ("arccos", {"order": 0}), ("arccos", {"order": 1}), ("arccos", {"order": 2}),
-        ("iln", {}), ("poly_sketch", {})]
+        ("iln", {}), ("poly_sketch", {}), ("orf", {}), ("orf", {"pairs": True})]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

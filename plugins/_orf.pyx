@@ -92,9 +92,9 @@ cdef class OrthogonalRandomFeatures(CyFeatureMap):
     norms of the rows of a second ``F x d`` normal matrix from stream 2.  The
     orthogonalisation is Gram-Schmidt in the compiled core with fixed
     summation orders (no BLAS or LAPACK), so generation gives the same bits on
-    every machine; it costs :math:`O(F d^2)` per block (about a second for
-    ``F = 4096, d = 784``), paid once per block since the solver caches
-    generated blocks.
+    every machine; it costs :math:`O(F d^2)` per block (about a second on one
+    core for ``F = 4096, d = 784``, against 0.1 s for the ``gaussian`` map),
+    paid once per block since the solver caches generated blocks.
 
     Parameters
     ----------
@@ -228,7 +228,7 @@ cdef class OrthogonalRandomFeatures(CyFeatureMap):
             ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):
-        """The exact kernel matrix :math:`\\exp(-\\gamma \\|x - y\\|^2)` between the rows of ``X`` and ``Y``."""
+        """The exact kernel matrix, :math:`\\exp(-\\gamma \\|x - y\\|^2)`, of the rows of X and Y."""
         X = np.asarray(X, dtype=np.float64)
         Y = np.asarray(Y, dtype=np.float64)
         d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X @ Y.T

@@ -30,6 +30,7 @@ MODULES = {
     "onlinekernel_plugins._gp_variance": "plugins/_gp_variance.pyx",
     "onlinekernel_plugins._gaussian": "plugins/_gaussian.pyx",
     "onlinekernel_plugins._laplacian": "plugins/_laplacian.pyx",
+    "onlinekernel_plugins._matern": "plugins/_matern.pyx",
     "onlinekernel_plugins._arccos": "plugins/_arccos.pyx",
     "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
     "onlinekernel_plugins._iln": "plugins/_iln.pyx",

@@ -16,6 +16,7 @@ import pickle
 
 import numpy as np
 import pytest
+from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import onlinekernel
@@ -44,6 +45,7 @@ def _registered_map(name, **params):
 VARIANTS = {
     "gaussian": [{"pairs": True}],
     "orf": [{"pairs": True}],
+    "matern": [{"nu": 0.5}, {"nu": 2.5}],
     "arccos": [{"order": 0}, {"order": 2}],
     "iln": [{"activation": "sigmoid"}, {"gamma": 0.5, "bias": 1.0},
             {"activation": "sigmoid", "gamma": 2.0, "bias": 0.5}],
@@ -215,6 +217,98 @@ def test_laplacian_and_arccos_features_match_numpy():
                                    np.sqrt(2) * (Z > 0) * np.abs(Z) ** order, rtol=1e-12)
 
 
+def test_matern_and_isotropic_cauchy_closed_forms():
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(6, 3)), rng.normal(size=(4, 3))
+    r = np.sqrt(((X[:, None] - Y[None]) ** 2).sum(-1))
+    g = 0.7
+    forms = {0.5: np.exp(-g * r),
+             1.5: (1 + np.sqrt(3) * g * r) * np.exp(-np.sqrt(3) * g * r),
+             2.5: (1 + np.sqrt(5) * g * r + 5 * g ** 2 * r ** 2 / 3) * np.exp(-np.sqrt(5) * g * r)}
+    for nu, expected in forms.items():
+        k = get_feature_map("matern", gamma=g, nu=nu)
+        np.testing.assert_allclose(k.kernel(X, Y), expected, rtol=1e-13)
+        G = k.kernel(X, X)
+        np.testing.assert_allclose(np.diag(G), 1.0)
+        assert np.linalg.eigvalsh(G).min() > -1e-12
+    # smoother as nu grows: at a fixed distance, closer to the Gaussian limit
+    # exp(-gamma^2 r^2 / 2) (the "gaussian" map with gamma^2 / 2)
+    limit = get_feature_map("gaussian", gamma=g ** 2 / 2).kernel(X, Y)
+    gaps = [np.abs(get_feature_map("matern", gamma=g, nu=nu).kernel(X, Y) - limit).max()
+            for nu in (0.5, 1.5, 2.5)]
+    assert gaps[0] > gaps[1] > gaps[2]
+    # nu of any real type is stored as a float
+    assert get_feature_map("matern", nu=0.5) == get_feature_map("matern", nu=np.float32(0.5))
+    cau = get_feature_map("isotropic_cauchy", gamma=g)
+    np.testing.assert_allclose(cau.kernel(X, Y), 1.0 / (1.0 + g * r ** 2), rtol=1e-13)
+    # isotropic: not the product form of the example plugin's "cauchy"
+    product = np.prod(1.0 / (1.0 + g * (X[:, None] - Y[None]) ** 2), axis=-1)
+    assert np.abs(cau.kernel(X, Y) - product).max() > 0.05
+    for name in ("matern", "isotropic_cauchy"):
+        with pytest.raises(ValueError, match="columns"):
+            get_feature_map(name).kernel(X, Y[:, :2])
+
+
+@pytest.mark.parametrize("name, params, m", [("matern", {"nu": 0.5}, 1),
+                                             ("matern", {"nu": 1.5}, 3),
+                                             ("matern", {"nu": 2.5}, 5),
+                                             ("isotropic_cauchy", {}, 2)])
+def test_scale_mixture_parameters_come_from_the_documented_streams(name, params, m):
+    F, d, seed, block, g = 8, 3, 99, 5, 0.5
+    p = get_feature_map(name, n_components=F, gamma=g, **params).bind(d).generate_block(seed,
+                                                                                       block)
+    u = sum(_random.normal(seed, block, 2 + j, F) ** 2 for j in range(m))
+    if name == "matern":
+        s = g * np.sqrt(m / u)  # Student t, 2 nu degrees of freedom, scale gamma
+    else:
+        s = np.sqrt(g * u)      # Gaussian of variance 2 gamma Exp(1)
+    W = _random.normal(seed, block, 0, F * d).reshape(F, d) * s[:, None]
+    assert np.array_equal(p[:F * d], W.ravel())
+    assert np.array_equal(p[F * d:], _random.uniform(seed, block, 1, F, 0.0, 2 * np.pi))
+    # one dimension: the w area is exactly F doubles (the generator's scratch)
+    p1 = get_feature_map(name, n_components=F, gamma=g, **params).bind(1).generate_block(seed,
+                                                                                        block)
+    assert np.array_equal(p1[:F], _random.normal(seed, block, 0, F) * s)
+
+
+@pytest.mark.parametrize("name, params, marginal", [
+    ("matern", {"nu": 0.5}, lambda g: stats.t(df=1, scale=g)),
+    ("matern", {"nu": 1.5}, lambda g: stats.t(df=3, scale=g)),
+    ("matern", {"nu": 2.5}, lambda g: stats.t(df=5, scale=g)),
+    # a Gaussian scale mixture with Exp(1) variance: Laplace of scale sqrt(gamma)
+    ("isotropic_cauchy", {}, lambda g: stats.laplace(scale=np.sqrt(g))),
+])
+def test_frequencies_follow_the_spectral_density(name, params, marginal):
+    F, d, g = 20000, 3, 0.8
+    fmap = get_feature_map(name, n_components=F, gamma=g, **params).bind(d)
+    p = fmap.generate_block(3, 0)
+    W, b = p[:F * d].reshape(F, d), p[F * d:]
+    for i in range(d):  # every coordinate has the marginal of the spectral density
+        assert stats.kstest(W[:, i], marginal(g).cdf).pvalue > 1e-3, i
+    assert stats.kstest(b, stats.uniform(0.0, 2 * np.pi).cdf).pvalue > 1e-3
+    # isotropic: the norm of w is independent of its direction (a product
+    # density would put more mass on the axes)
+    norms = np.linalg.norm(W, axis=1)
+    cos_axis = np.abs(W[:, 0]) / norms
+    assert abs(stats.spearmanr(norms, cos_axis)[0]) < 0.03
+    # and the check can fail: not a Gaussian of the same spread
+    assert stats.kstest(W[:, 0], stats.norm(scale=np.median(np.abs(W[:, 0])) / 0.6745).cdf
+                        ).pvalue < 1e-6
+
+
+def test_matern_and_isotropic_cauchy_features_match_numpy():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(9, 4))
+    F = 32
+    for name, params in [("matern", {"nu": 0.5}), ("matern", {"nu": 2.5}),
+                         ("isotropic_cauchy", {})]:
+        fmap = get_feature_map(name, n_components=F, gamma=0.3, **params).bind(4)
+        p = fmap.generate_block(1, 2)
+        W, b = p[:F * 4].reshape(F, 4), p[F * 4:]
+        np.testing.assert_allclose(fmap.transform_block(1, 2, X),
+                                   np.sqrt(2) * np.cos(X @ W.T + b), rtol=1e-12, atol=1e-12)
+
+
 def test_iln_features_match_numpy_and_its_kernel():
     rng = np.random.default_rng(4)
     X, Y = rng.normal(size=(9, 4)), rng.normal(size=(5, 4))
@@ -313,6 +407,50 @@ GOLDEN = {
         "last": (3.494312440109112, 1.7039144945350466, 0.8477036102666691),
         "features": (-0.48867810507847637, -1.4109921283809057, -1.3959672752241101,
                      -0.7458863294557853, 0.6741777653462637, 1.3663399522485027),
+    },
+    ("matern", ()): {
+        0: (0.23244800420739758, -0.46774392877676835, 2.2266172677540825, -1.7726810864030387,
+            -1.0711760368912395, -0.5855292442578948),
+        1: (-1.4551994152580805, 0.6516215854753803, -1.2672846846856332, 0.2850573840564871,
+            -0.3601058648436619, 1.1616518810030705),
+        1000: (-0.4453280809425134, 1.1218185255536999, -1.9131546748835726, -1.8253267963469766,
+               -0.40012124498873564, 0.8282494626352466),
+        "last": (3.494312440109112, 1.7039144945350466, 0.8477036102666691),
+        "features": (0.9462733491854931, -1.126042437768405, -1.4101954466189377,
+                     -0.9735827819168942, -1.4059448485848989, -0.49676448175662685),
+    },
+    ("matern", (("nu", 0.5),)): {
+        0: (0.4208386976661764, -0.8468334520611532, 4.031209966107451, -3.2093749409597034,
+            -1.9393254412901473, -0.6405169597481725),
+        1: (-1.443557220897446, 0.6464083445489854, -1.2571458855254172, 0.2827768076390405,
+            -0.35722486968591527, 3.8082933890976354),
+        1000: (-0.5099092276003327, 1.2845038126995478, -2.1905989410889593, -2.090034329013323,
+               -0.4581465299625401, 0.62770076504194),
+        "last": (3.494312440109112, 1.7039144945350466, 0.8477036102666691),
+        "features": (1.234973900199439, -1.0991782246383874, 0.9295743018140205,
+                     1.054701302800236, 1.3680852137677517, -1.3053746860776156),
+    },
+    ("matern", (("nu", 2.5),)): {
+        0: (0.19495258804146695, -0.39229370786231327, 1.867449025456781, -1.486735783104794,
+            -0.8983881851427964, -0.7361459354357821),
+        1: (-0.9418316549897339, 0.4217413983543063, -0.820209807264754, 0.18449434831950579,
+            -0.23306709657869498, 0.7499031133634914),
+        1000: (-0.5105822366932555, 1.2861991786569535, -2.1934902262952263, -2.0927928829515725,
+               -0.45875121951092673, 0.6037422902974223),
+        "last": (3.494312440109112, 1.7039144945350466, 0.8477036102666691),
+        "features": (1.237327999766573, -1.0958987623431025, -1.3802380164959867,
+                     -0.8108408220546383, 0.319241465230967, -0.3789936212010591),
+    },
+    ("isotropic_cauchy", ()): {
+        0: (0.5514970595495075, -1.1097509837613504, 5.282785197901281, -4.20579393660025,
+            -2.5414304442826134, -0.16508728037491857),
+        1: (-0.880291340440175, 0.3941843522773429, -0.766616397796842, 0.17243928500957484,
+            -0.21783823656043444, 0.3381379415643613),
+        1000: (-0.5600651283678665, 1.4108507040246325, -2.4060715333928577, -2.295615143661563,
+               -0.5032109270159738, 0.4367213268818438),
+        "last": (3.494312440109112, 1.7039144945350466, 0.8477036102666691),
+        "features": (1.3689930435118913, -1.0726275119123059, -0.6239510110443295,
+                     0.46329688657282175, 1.1710434100574016, 0.4790482682198189),
     },
     ("arccos", (("order", 0),)): {
         0: (0.2801767825969888, -0.5637862518579516, 2.683810791499078, -2.136667445489437,
@@ -493,6 +631,50 @@ def test_protocol(cfg):
         _registered_map(name, n_components=0, **params)
 
 
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c[0] not in EXAMPLE_MAPS],
+                         ids=_config_id)
+def test_float32_features_agree_with_float64(cfg):
+    # the same block's parameters rounded to float, the features to single
+    # precision: a float32 model sees the kernel its float64 twin sees
+    fmap = as_cy_feature_map(_registered_map(cfg[0], n_components=256, **cfg[1])).bind(4)
+    X = np.random.default_rng(6).normal(scale=0.5, size=(20, 4))
+    for block in range(4):
+        Z64 = fmap.transform_block(4, block, X)
+        Z32 = fmap.transform_block(4, block, X.astype(np.float32), dtype=np.float32)
+        assert Z32.dtype == np.float32 and Z32.shape == Z64.shape
+        rel = np.abs(Z32 - Z64) / (1.0 + np.abs(Z64))
+        # single-precision rounding (2^-24 = 6e-8) of arguments of size ~1-10;
+        # heavy-tailed frequencies (laplacian, matern nu=0.5) make the odd huge
+        # argument, whose cosine float32 knows to |argument| * 6e-8 only
+        assert np.quantile(rel, 0.99) < 1e-5, np.quantile(rel, 0.99)
+        assert rel.max() < 1e-2, rel.max()
+        G64 = Z64 @ Z64.T / Z64.shape[1]
+        G32 = Z32.astype(np.float64) @ Z32.T.astype(np.float64) / Z32.shape[1]
+        assert np.abs(G32 - G64).max() < 1e-4 * np.abs(G64).max()
+
+
+@pytest.mark.parametrize("kernel, params", [("matern", {"nu": 0.5}), ("matern", {}),
+                                            ("matern", {"nu": 2.5}), ("isotropic_cauchy", {})])
+def test_regressor_learns_a_smooth_function_with_the_new_maps(kernel, params):
+    from sklearn.linear_model import Ridge
+
+    from onlinekernel import DSGRegressor
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2.0, 2.0, size=(1500, 2))
+
+    def f(X):
+        return np.sin(2.0 * X[:, 0]) * np.cos(X[:, 1])
+
+    y = f(X) + 0.05 * rng.normal(size=len(X))
+    model = DSGRegressor(kernel=kernel, kernel_params=params, gamma=1.0, block_size=256,
+                         max_blocks=4, random_state=0).fit(X[:1000], y[:1000])
+    assert model.feature_map_.name == kernel
+    assert model.feature_map_.get_params()["gamma"] == 1.0
+    linear = Ridge().fit(X[:1000], y[:1000]).score(X[1000:], f(X[1000:]))
+    score = model.score(X[1000:], f(X[1000:]))
+    assert linear < 0.2 and score > 0.97, (linear, score)  # 0.995-0.999 here
+
+
 INVALID = [
     ("gaussian", {"gamma": 0.0}, "gamma"),
     ("gaussian", {"gamma": -1.0}, "gamma"),
@@ -505,6 +687,22 @@ INVALID = [
     ("orf", {"pairs": True, "n_components": 7}, "n_components"),
     ("laplacian", {"gamma": math.inf}, "gamma"),
     ("laplacian", {"gamma": math.nan}, "gamma"),
+    ("matern", {"gamma": 0.0}, "gamma"),
+    ("matern", {"gamma": -2.0}, "gamma"),
+    ("matern", {"gamma": math.inf}, "gamma"),
+    ("matern", {"gamma": math.nan}, "gamma"),
+    ("matern", {"gamma": "1"}, "gamma"),
+    ("matern", {"nu": 1.0}, "nu must be 0.5, 1.5 or 2.5"),
+    ("matern", {"nu": 3.5}, "nu"),
+    ("matern", {"nu": math.inf}, "nu"),
+    ("matern", {"nu": True}, "nu"),
+    ("matern", {"nu": "1.5"}, "nu"),
+    ("matern", {"length_scale": 1.0}, "length_scale"),
+    ("isotropic_cauchy", {"gamma": 0.0}, "gamma"),
+    ("isotropic_cauchy", {"gamma": math.inf}, "gamma"),
+    ("isotropic_cauchy", {"gamma": math.nan}, "gamma"),
+    ("isotropic_cauchy", {"gamma": True}, "gamma"),
+    ("isotropic_cauchy", {"nu": 1.5}, "nu"),
     ("arccos", {"order": 3}, "order"),
     ("arccos", {"order": -1}, "order"),
     ("arccos", {"order": 1.5}, "order"),

@@ -138,7 +138,8 @@ def test_products_give_the_defined_bits_with_every_kernel(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "arccos", "iln"])
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern", "isotropic_cauchy", "arccos",
+                                    "iln"])
 def test_a_row_predicts_the_same_bits_whatever_rows_come_with_it(kernel, dtype):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 11))

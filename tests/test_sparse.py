@@ -37,6 +37,8 @@ def _assert_same_model(a, b, atol=1e-10):
 
 
 MAPS = [("gaussian", {}), ("gaussian", {"pairs": True}), ("laplacian", {}),
+        ("matern", {"nu": 0.5}), ("matern", {"nu": 1.5}), ("matern", {"nu": 2.5}),
+        ("isotropic_cauchy", {}),
         ("arccos", {"order": 0}), ("arccos", {"order": 1}), ("arccos", {"order": 2}),
         ("iln", {}), ("poly_sketch", {}), ("orf", {}), ("orf", {"pairs": True})]
 

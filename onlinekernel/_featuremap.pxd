@@ -42,6 +42,12 @@ cdef class CyFeatureMap:
                              bint single) noexcept nogil
 
 
+
+cdef class FourierFeatureMap(CyFeatureMap):
+    # Random Fourier features sqrt(2) cos(X w^T + b) of a block [W (F x d) | b (F)],
+    # or with pairs cos and sin of X w^T for F/2 frequencies (no phase).
+    cdef readonly bint pairs
+
 # Rows of an input as the compiled loops see it: dense (row-major, d values a
 # row) or CSR.  Filled from a numpy array or a scipy CSR matrix by rows_of,
 # which returns the arrays that must stay alive while the struct is used.

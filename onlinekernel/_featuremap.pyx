@@ -22,7 +22,8 @@ from onlinekernel._params import clone_of, params_eq, params_hash, params_repr, 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memset
-from onlinekernel._linalg cimport real
+from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32, real
+from onlinekernel._random cimport ok_cos_tile, ok_cos_tile_f32
 from libc.stdlib cimport malloc, free
 
 cnp.import_array()
@@ -227,6 +228,88 @@ cdef class CyFeatureMap:
 
     def __repr__(self):
         return params_repr(self)
+
+
+cdef class FourierFeatureMap(CyFeatureMap):
+    """Base class of the random Fourier feature maps of shift-invariant kernels.
+
+    A block holds the frequencies ``W`` (``F x d``, row-major) and the phases
+    ``b`` (``F``); a feature is :math:`\sqrt2 \cos(w^\top x + b)`.  With
+    ``pairs`` a block holds ``F/2`` frequencies and no phase, and the
+    features are :math:`\sqrt2\cos(w^\top x)` then :math:`\sqrt2\sin(w^\top x)`.
+    The transforms (dense, float32, CSR) are shared; a subclass draws the
+    frequencies (``generate``: its spectral density) and states its kernel.
+    """
+
+    def __init__(self, Py_ssize_t n_components=256, bint pairs=False):
+        super().__init__(n_components)
+        if pairs and n_components % 2:
+            raise ValueError(f"{self.name}: pairs=True needs an even n_components, got "
+                             f"{n_components}")
+        self.pairs = pairs
+
+    def _sizes(self, Py_ssize_t d):
+        if self.pairs:
+            return (self.n_components // 2) * d, 0
+        return self.n_components * d + self.n_components, 0
+
+    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
+                        Py_ssize_t ldx, double* out, double* work) noexcept nogil:
+        _fourier(self, params, X, ldx, NULL, NULL, n, out)
+
+    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
+                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
+        _fourier(self, params, X, ldx, NULL, NULL, n, out)
+
+    cdef void transform_csr(self, const double* params, const int64_t* indptr,
+                            const int32_t* indices, const double* data, Py_ssize_t n,
+                            double* out, double* work) noexcept nogil:
+        _fourier(self, params, data, 0, indptr, indices, n, out)
+
+    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
+                                const int32_t* indices, const float* data, Py_ssize_t n,
+                                float* out, float* work) noexcept nogil:
+        _fourier(self, params, data, 0, indptr, indices, n, out)
+
+
+cdef inline void _project(const real* W, Py_ssize_t m, Py_ssize_t d, const real* X,
+                          Py_ssize_t ldx, const int64_t* indptr, const int32_t* indices,
+                          Py_ssize_t n, real* out, Py_ssize_t ldo) noexcept nogil:
+    """out (n x m, leading dimension ldo) = X W^T: dense rows, or CSR rows (indptr given)."""
+    if indptr != NULL:
+        csr_project(W, m, d, indptr, indices, X, n, out, ldo)
+    elif real is float:
+        gemm_rm_f32(False, True, <int>n, <int>m, <int>d, 1.0, X, <int>ldx, W, <int>d, 0.0,
+                    out, <int>ldo)
+    else:
+        gemm_rm(False, True, <int>n, <int>m, <int>d, 1.0, X, <int>ldx, W, <int>d, 0.0, out,
+                <int>ldo)
+
+
+cdef inline void _cos(real* z, Py_ssize_t n, Py_ssize_t m, Py_ssize_t ld, const real* bias,
+                      int shift) noexcept nogil:
+    if real is float:
+        ok_cos_tile_f32(z, n, m, ld, bias, 1.4142135623730951, shift)
+    else:
+        ok_cos_tile(z, n, m, ld, bias, 1.4142135623730951, shift)
+
+
+cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py_ssize_t ldx,
+                   const int64_t* indptr, const int32_t* indices, Py_ssize_t n,
+                   real* out) noexcept nogil:
+    """The features of n rows (dense, or CSR when indptr is given; X then holds the values)."""
+    cdef Py_ssize_t d = fmap.n_features_in, F = fmap.n_components, h = F // 2
+    if fmap.pairs:
+        # out[:, :h] = out[:, h:] = X W^T, then cos on the left, sin on the right
+        _project(params, h, d, X, ldx, indptr, indices, n, out, F)
+        _project(params, h, d, X, ldx, indptr, indices, n, out + h, F)
+        _cos(out, n, h, F, <const real*>NULL, 0)
+        _cos(out + h, n, h, F, <const real*>NULL, 3)
+    else:
+        _project(params, F, d, X, ldx, indptr, indices, n, out, F)
+        # heavy-tailed frequencies give the odd huge argument; ok_cos_tile then
+        # takes its exact scalar path for that tile
+        _cos(out, n, F, F, params + F * d, 0)
 
 
 cdef void _block_rows(CyFeatureMap fmap, real[::1] params, const Rows* R, Py_ssize_t n,

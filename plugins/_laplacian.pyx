@@ -3,14 +3,13 @@
 import numpy as np
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from onlinekernel._featuremap cimport CyFeatureMap
-from onlinekernel._random cimport ok_fill_cauchy, ok_fill_uniform, ok_cos_tile
-from onlinekernel._linalg cimport csr_project, gemm_rm
+from onlinekernel._featuremap cimport CyFeatureMap, FourierFeatureMap
+from onlinekernel._random cimport ok_fill_cauchy, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 
 
-cdef class Laplacian(CyFeatureMap):
+cdef class Laplacian(FourierFeatureMap):
     r"""Random Fourier features of :math:`k(x, x') = \exp(-\gamma \|x - x'\|_1)`.
 
     The kernel is a product over coordinates of :math:`e^{-\gamma |t|}`, the
@@ -53,9 +52,6 @@ cdef class Laplacian(CyFeatureMap):
             raise ValueError(f"laplacian: gamma must be a finite number > 0, got {gamma}")
         self.gamma = gamma
 
-    def _sizes(self, Py_ssize_t d):
-        return self.n_components * d + self.n_components, 0
-
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
         cdef Py_ssize_t i, size = self.n_components * self.n_features_in
         ok_fill_cauchy(seed, block, 0, size, params)
@@ -63,20 +59,16 @@ cdef class Laplacian(CyFeatureMap):
             params[i] *= self.gamma
         ok_fill_uniform(seed, block, 1, self.n_components, 0.0, TWO_PI, params + size)
 
-    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
-                        Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        # heavy-tailed weights give the odd huge argument; ok_cos_tile then takes its
-        # exact scalar path for that tile
-        ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
+                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
+        # Cauchy frequencies give the odd huge argument, which float rounds badly
+        # (features off by up to 6e-4): float32 models evaluate in double.
+        CyFeatureMap.transform_f32(self, params, X, n, ldx, out, work)
 
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components
-        csr_project(params, F, d, indptr, indices, data, n, out, F)
-        ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
+    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
+                                const int32_t* indices, const float* data, Py_ssize_t n,
+                                float* out, float* work) noexcept nogil:
+        CyFeatureMap.transform_csr_f32(self, params, indptr, indices, data, n, out, work)
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""

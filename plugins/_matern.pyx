@@ -21,13 +21,11 @@ import numbers
 
 import numpy as np
 from libc.math cimport INFINITY, sqrt
-from libc.stdint cimport int32_t, int64_t, uint64_t
-from onlinekernel._featuremap cimport CyFeatureMap
-from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile, ok_cos_tile_f32
-from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32
+from libc.stdint cimport uint64_t
+from onlinekernel._featuremap cimport FourierFeatureMap
+from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
-cdef double SQRT2 = 1.4142135623730951
 # the smallest chi-square value used (u = 0 has probability 0 but would make
 # an infinite frequency for the Matern map): frequencies stay finite
 cdef double U_MIN = 1e-300
@@ -76,41 +74,6 @@ cdef void _scale_mixture(uint64_t seed, uint64_t block, Py_ssize_t F, Py_ssize_t
     ok_fill_uniform(seed, block, 1, F, 0.0, TWO_PI, acc)
 
 
-cdef class _ShiftInvariantRFF(CyFeatureMap):
-    """Shared transforms: ``sqrt(2) cos(X w^T + b)`` from a block ``[w | b]``."""
-
-    def _sizes(self, Py_ssize_t d):
-        return self.n_components * d + self.n_components, 0
-
-    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
-                        Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        # heavy-tailed frequencies give the odd huge argument; ok_cos_tile then
-        # takes its exact scalar path for that tile
-        ok_cos_tile(out, n, F, F, params + F * d, SQRT2, 0)
-
-    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
-                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        gemm_rm_f32(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        ok_cos_tile_f32(out, n, F, F, params + F * d, SQRT2, 0)
-
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components
-        csr_project(params, F, d, indptr, indices, data, n, out, F)
-        ok_cos_tile(out, n, F, F, params + F * d, SQRT2, 0)
-
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components
-        csr_project(params, F, d, indptr, indices, data, n, out, F)
-        ok_cos_tile_f32(out, n, F, F, params + F * d, SQRT2, 0)
-
-
 def _pair(X, Y, name):
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
@@ -129,7 +92,7 @@ def _check_gamma(name, gamma):
     return gamma
 
 
-cdef class Matern(_ShiftInvariantRFF):
+cdef class Matern(FourierFeatureMap):
     r"""Random Fourier features of the Matern kernel of smoothness ``nu``.
 
     With :math:`r = \|x - x'\|_2` and :math:`\rho = \sqrt{2\nu}\,\gamma r`
@@ -226,7 +189,7 @@ cdef class Matern(_ShiftInvariantRFF):
         return {"n_components": self.n_components, "gamma": self.gamma, "nu": self.nu}
 
 
-cdef class IsotropicCauchy(_ShiftInvariantRFF):
+cdef class IsotropicCauchy(FourierFeatureMap):
     r"""Random Fourier features of :math:`k(x, x') = 1 / (1 + \gamma \|x - x'\|_2^2)`.
 
     The isotropic Cauchy kernel (the rational quadratic kernel with

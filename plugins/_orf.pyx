@@ -3,10 +3,10 @@
 import numpy as np
 from libc.math cimport sqrt, fma, INFINITY
 from libc.stdlib cimport malloc, free
-from libc.stdint cimport int32_t, int64_t, uint64_t
-from onlinekernel._featuremap cimport CyFeatureMap
-from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform, ok_cos_tile, ok_cos_tile_f32
-from onlinekernel._linalg cimport csr_project, gemm_rm, gemm_rm_f32
+from libc.stdint cimport uint64_t
+from onlinekernel._featuremap cimport FourierFeatureMap
+from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform
+from onlinekernel._linalg cimport gemm_rm
 
 cdef double TWO_PI = 6.283185307179586
 # rows orthogonalised together against the earlier rows of their chunk (one
@@ -67,7 +67,7 @@ cdef void orthonormalize_rows(double* Q, Py_ssize_t r, Py_ssize_t d, double* C) 
         p0 = p1
 
 
-cdef class OrthogonalRandomFeatures(CyFeatureMap):
+cdef class OrthogonalRandomFeatures(FourierFeatureMap):
     r"""Orthogonal random features of :math:`k(x, x') = \exp(-\gamma \|x - x'\|^2)`.
 
     Yu et al. (2016): the frequencies of a block are
@@ -130,21 +130,12 @@ cdef class OrthogonalRandomFeatures(CyFeatureMap):
     """
     name = "orf"
     cdef readonly double gamma
-    cdef readonly bint pairs
 
     def __init__(self, Py_ssize_t n_components=256, double gamma=1.0, bint pairs=False):
-        super().__init__(n_components)
+        super().__init__(n_components, pairs)
         if not (gamma > 0.0 and gamma < INFINITY):
             raise ValueError(f"orf: gamma must be a finite number > 0, got {gamma}")
-        if pairs and n_components % 2:
-            raise ValueError(f"orf: pairs=True needs an even n_components, got {n_components}")
         self.gamma = gamma
-        self.pairs = pairs
-
-    def _sizes(self, Py_ssize_t d):
-        if self.pairs:
-            return (self.n_components // 2) * d, 0
-        return self.n_components * d + self.n_components, 0
 
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
         cdef Py_ssize_t nw = self.n_components // 2 if self.pairs else self.n_components
@@ -173,59 +164,6 @@ cdef class OrthogonalRandomFeatures(CyFeatureMap):
         free(scale)
         if not self.pairs:
             ok_fill_uniform(seed, block, 1, self.n_components, 0.0, TWO_PI, params + size)
-
-    cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
-                        Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        cdef int h = F // 2
-        if self.pairs:
-            # out[:, :h] = out[:, h:] = X W^T, then cos on the left, sin on the right
-            gemm_rm(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-            gemm_rm(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out + h, F)
-            ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-            ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
-
-    cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
-                            Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        cdef int h = F // 2
-        if self.pairs:
-            gemm_rm_f32(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-            gemm_rm_f32(False, True, <int>n, h, d, 1.0, X, <int>ldx, params, d, 0.0, out + h, F)
-            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            gemm_rm_f32(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-            ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
-
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
-        if self.pairs:
-            csr_project(params, h, d, indptr, indices, data, n, out, F)
-            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
-            ok_cos_tile(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            csr_project(params, F, d, indptr, indices, data, n, out, F)
-            ok_cos_tile(out, n, F, F, params + F * d, 1.4142135623730951, 0)
-
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
-        cdef Py_ssize_t d = self.n_features_in, F = self.n_components, h = F // 2
-        if self.pairs:
-            csr_project(params, h, d, indptr, indices, data, n, out, F)
-            csr_project(params, h, d, indptr, indices, data, n, out + h, F)
-            ok_cos_tile_f32(out, n, h, F, NULL, 1.4142135623730951, 0)
-            ok_cos_tile_f32(out + h, n, h, F, NULL, 1.4142135623730951, 3)
-        else:
-            csr_project(params, F, d, indptr, indices, data, n, out, F)
-            ok_cos_tile_f32(out, n, F, F, params + F * d, 1.4142135623730951, 0)
 
     def kernel(self, X, Y):
         """The exact kernel matrix, :math:`\\exp(-\\gamma \\|x - y\\|^2)`, of the rows of X and Y."""

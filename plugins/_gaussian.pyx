@@ -9,6 +9,14 @@ from onlinekernel._random cimport ok_fill_normal, ok_fill_uniform
 cdef double TWO_PI = 6.283185307179586
 
 
+def gaussian_kernel(X, Y, double gamma):
+    """:math:`\\exp(-\\gamma \\|x - y\\|^2)` for every row ``x`` of ``X`` and ``y`` of ``Y``."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X @ Y.T
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
 cdef class Gaussian(FourierFeatureMap):
     r"""Random Fourier features of :math:`k(x, x') = \exp(-\gamma \|x - x'\|^2)`.
 
@@ -61,10 +69,7 @@ cdef class Gaussian(FourierFeatureMap):
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""
-        X = np.asarray(X, dtype=np.float64)
-        Y = np.asarray(Y, dtype=np.float64)
-        d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X @ Y.T
-        return np.exp(-self.gamma * np.maximum(d2, 0.0))
+        return gaussian_kernel(X, Y, self.gamma)
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma, "pairs": self.pairs}

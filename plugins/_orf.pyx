@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Orthogonal random features of the Gaussian (RBF) kernel (Yu et al., 2016)."""
 import numpy as np
+
+from onlinekernel_plugins._gaussian import gaussian_kernel
 from libc.math cimport sqrt, fma, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport uint64_t
@@ -167,10 +169,7 @@ cdef class OrthogonalRandomFeatures(FourierFeatureMap):
 
     def kernel(self, X, Y):
         """The exact kernel matrix, :math:`\\exp(-\\gamma \\|x - y\\|^2)`, of the rows of X and Y."""
-        X = np.asarray(X, dtype=np.float64)
-        Y = np.asarray(Y, dtype=np.float64)
-        d2 = (X ** 2).sum(1)[:, None] + (Y ** 2).sum(1)[None, :] - 2.0 * X @ Y.T
-        return np.exp(-self.gamma * np.maximum(d2, 0.0))
+        return gaussian_kernel(X, Y, self.gamma)
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma, "pairs": self.pairs}

@@ -71,3 +71,23 @@ def entry_point_plugins(monkeypatch):
     registry.reset()
     yield
     registry.reset()
+
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(script):
+    """The module of ``benchmarks/<script>.py``, imported by path.
+
+    The benchmarks folder goes on ``sys.path`` first, for the scripts'
+    ``from _common import ...``.
+    """
+    import importlib.util
+    import sys
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    spec = importlib.util.spec_from_file_location(f"{script}_benchmark",
+                                                  BENCH_DIR / f"{script}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -11,6 +11,12 @@ loss protocol:
     almost everywhere: hinge, quantile, epsilon-insensitive; dual coordinate
     descent solves these) or ``None`` (not declared: ``solver="auto"`` uses
     stochastic gradients).
+``curvature_bound`` (optional)
+    A number bounding the largest eigenvalue of the loss's Hessian in the
+    raw outputs over all targets and outputs (squared 1, logistic 1/4,
+    multinomial 1/2); the step of the variance-reduced solvers
+    (:mod:`onlinekernel.solvers.variance_reduced`) follows from it.  When
+    it is missing they estimate it from the curvature at the start.
 ``hessian_product(y, raw, v)``
     Per row, the Hessian of the loss with respect to ``raw`` times ``v``
     (shape ``(n, k)``).  The default below takes central differences of the

@@ -68,6 +68,10 @@ class Loss(ParamsMixin, ABC):
     #: How the batch solvers may treat the loss: "constant", "smooth",
     #: "piecewise_linear" or None (see :mod:`onlinekernel._curvature`).
     curvature = None
+    #: Optional: an upper bound on the largest eigenvalue of the loss's
+    #: Hessian in the raw outputs, over all targets and outputs (logistic
+    #: 1/4); sets the step of solvers "svrg" and "sarah" (None: estimated).
+    curvature_bound = None
     #: Constructor parameters in the target's units (rescaled with the targets).
     target_unit_params = ()
 

@@ -88,6 +88,7 @@ cdef class SquaredHinge(CyScalarLoss):
     name = "squared_hinge"
     target_encoding = "margin"
     curvature = "smooth"
+    curvature_bound = 1.0  # the largest second derivative, for the step of svrg/sarah
 
     cdef double value(self, double y, double raw) noexcept nogil:
         cdef double z = 1.0 - y * raw
@@ -113,6 +114,7 @@ cdef class Logistic(CyScalarLoss):
     name = "logistic"
     target_encoding = "margin"
     curvature = "smooth"
+    curvature_bound = 0.25  # p (1 - p) <= 1/4
     link = "logistic"
 
     cdef double value(self, double y, double raw) noexcept nogil:
@@ -149,6 +151,7 @@ cdef class Multinomial(CyLoss):
     name = "multinomial"
     target_encoding = "class_index"
     curvature = "smooth"
+    curvature_bound = 0.5  # lambda_max(diag(p) - p p^T) <= 1/2
     link = "softmax"
 
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
@@ -188,6 +191,7 @@ cdef class Squared(CyScalarLoss):
     name = "squared"
     target_encoding = "real"
     curvature = "constant"
+    curvature_bound = 1.0  # the second derivative
 
     cdef double value(self, double y, double raw) noexcept nogil:
         return 0.5 * (raw - y) * (raw - y)
@@ -226,6 +230,7 @@ cdef class Huber(CyScalarLoss):
     name = "huber"
     target_encoding = "real"
     curvature = "smooth"
+    curvature_bound = 1.0  # the quadratic zone's second derivative
     target_unit_params = ("delta",)
     cdef readonly double delta
     cdef object given

@@ -282,3 +282,129 @@ def test_other_sgd_estimators_stop_early_and_warn_at_the_cap(case, early_stoppin
     assert record[0].filename == __file__  # attributed to the caller, not to onlinekernel
     fixed = make(max_iter=4, tol=None, early_stopping=early_stopping).fit(*data)
     assert fixed.n_iter_ == 4
+
+
+# --------------------------------------------------------------------------- #
+# the variance-reduced solvers: SVRG and SARAH
+# --------------------------------------------------------------------------- #
+def _multiclass(X):
+    return np.digitize(X[:, :1], [-0.5, 0.5]).astype(float)
+
+
+_VR_CASES = {"squared": (_sine, 1), "logistic": (_xor, 1), "multinomial": (_multiclass, 3)}
+
+
+@pytest.mark.parametrize("method", ["svrg", "sarah"])
+@pytest.mark.parametrize("loss", list(_VR_CASES))
+def test_variance_reduced_solvers_reach_tol_and_the_optimum(method, loss):
+    from onlinekernel.solvers import solve_sarah, solve_svrg
+    target, K = _VR_CASES[loss]
+    p, _, _ = _problem(loss, target, n=1000, d=2, alpha=1e-3, K=K)
+    solve = {"svrg": solve_svrg, "sarah": solve_sarah}[method]
+    sol = solve(p, tol=1e-6, batch_size=16)
+    assert sol.converged and sol.gradient_norm <= 1e-6 and sol.n_iter < 1000
+    ref = solve_newton_cg(p, tol=1e-10)
+    assert sol.objective >= ref.objective * (1 - 1e-12)
+    assert sol.objective - ref.objective <= 1e-6 * ref.objective
+    # the same model as the reference (strongly convex: close in objective, close in f)
+    np.testing.assert_allclose(p.raw(sol.coef, sol.intercept), p.raw(ref.coef, ref.intercept),
+                               atol=2e-3)
+
+
+@pytest.mark.parametrize("method", ["svrg", "sarah"])
+def test_variance_reduced_regenerated_rows_give_the_cached_result(method):
+    from onlinekernel.solvers import BATCH_SOLVERS
+    solve = BATCH_SOLVERS[method][0]
+    kept, _, _ = _problem("logistic", _xor, alpha=1e-3, cached=True)
+    regen, _, _ = _problem("logistic", _xor, alpha=1e-3, cached=False)
+    a = solve(kept, tol=1e-5, batch_size=16)
+    b = solve(regen, tol=1e-5, batch_size=16)
+    assert a.converged and b.converged and a.n_iter == b.n_iter
+    np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=1e-9)
+
+
+def test_variance_reduced_sample_weights_are_repeated_rows():
+    from onlinekernel.solvers import solve_svrg
+    w = np.random.default_rng(3).integers(1, 4, size=300).astype(float)
+    p, X, fmap = _problem("logistic", _xor, alpha=1e-3, w=w)
+    idx = np.repeat(np.arange(300), w.astype(int))
+    op = FeatureOperator(fmap, 11, 2, X[idx], max_bytes=1 << 30)
+    p2 = Problem(op, get_loss("logistic"), p.Y[idx], np.ones(idx.size), 1e-3, True, 1)
+    a, b = solve_svrg(p, tol=1e-7, batch_size=8), solve_svrg(p2, tol=1e-7, batch_size=8)
+    assert a.converged and b.converged
+    assert abs(a.objective - b.objective) <= 1e-9 * b.objective
+
+
+def test_variance_reduced_solvers_stop_at_max_iter_and_the_estimator_warns():
+    from onlinekernel.solvers import solve_sarah, solve_svrg
+    p, _, _ = _problem("logistic", _xor, alpha=1e-3)
+    for solve in (solve_svrg, solve_sarah):
+        capped = solve(p, tol=1e-12, max_iter=3)
+        assert not capped.converged and capped.n_iter == 3
+        resumed = solve(p, tol=1e-4, coef=capped.coef, intercept=capped.intercept)
+        assert resumed.converged  # a warm start continues
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    for method in ("svrg", "sarah"):
+        with pytest.warns(ConvergenceWarning, match=f"solver '{method}' stopped after max_iter=2"):
+            clf = DSGClassifier(loss="logistic", solver=method, max_iter=2, tol=1e-12,
+                                block_size=16, max_blocks=2, random_state=0).fit(X, y)
+        assert clf.solver_ == method and clf.n_iter_ == 2
+
+
+def test_variance_reduced_solvers_refuse_non_smooth_losses():
+    from onlinekernel.solvers import solve_sarah, solve_svrg
+    p, _, _ = _problem("hinge", _xor)
+    for solve, name in ((solve_svrg, "svrg"), (solve_sarah, "sarah")):
+        with pytest.raises(ValueError, match=rf"solver '{name}' needs a smooth loss .* hinge "
+                                             r"has curvature='piecewise_linear' \(use solver "
+                                             r"'dual-cd'"):
+            solve(p)
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(ValueError, match=r"solver='svrg' converges for losses of curvature "
+                                         r"'constant' or 'smooth'; 'hinge'"):
+        DSGClassifier(loss="hinge", solver="svrg").fit(X, X[:, 0] > 0)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        solve_svrg(_problem("logistic", _xor)[0], batch_size=0)
+
+
+def test_variance_reduced_estimators_reach_the_batch_optimum():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=600)
+    common = dict(block_size=32, max_blocks=2, alpha=1e-2, random_state=0)
+    ref = DSGRegressor(loss="huber", solver="newton-cg", tol=1e-10, **common).fit(X, y)
+    for method in ("svrg", "sarah"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            reg = DSGRegressor(loss="huber", solver=method, tol=1e-6, **common).fit(X, y)
+        assert reg.solver_ == method
+        np.testing.assert_allclose(reg.predict(X), ref.predict(X), atol=1e-3)
+
+
+def test_step_from_the_declared_or_estimated_curvature_bound():
+    from onlinekernel import Loss
+    from onlinekernel.solvers import smoothness_bound, solve_svrg
+    assert [get_loss(n).curvature_bound for n in
+            ("squared", "logistic", "multinomial", "squared_hinge", "huber")] == [
+        1.0, 0.25, 0.5, 1.0, 1.0]
+    p, _, _ = _problem("logistic", _xor, alpha=1e-3)
+    Phi = _explicit(p)
+    expected = 0.25 * ((Phi ** 2).sum(axis=1).max() + 1.0) + p.lam
+    assert smoothness_bound(p) == pytest.approx(expected, rel=1e-12)
+
+    class Logistic(Loss):  # a Python loss that declares no bound: estimated at the start
+        target_encoding = "margin"
+        curvature = "smooth"
+
+        def loss(self, y, raw):
+            return np.logaddexp(0.0, -y * raw).sum(axis=1)
+
+        def gradient(self, y, raw):
+            return -y / (1.0 + np.exp(y * raw))
+
+    from onlinekernel._loss import as_cy_loss
+    p2 = Problem(p.features, as_cy_loss(Logistic()), p.Y, np.ones(300), 1e-3, True, 1)
+    assert smoothness_bound(p2) == pytest.approx(expected, rel=1e-6)
+    assert solve_svrg(p2, tol=1e-6).objective == pytest.approx(
+        solve_newton_cg(p, tol=1e-10).objective, rel=1e-8)

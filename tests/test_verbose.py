@@ -17,7 +17,7 @@ from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegr
                           FixedFeatureClassifier, FixedFeatureRegressor,
                           ShrinkingGradientRegressor, get_feature_map, get_loss)
 from onlinekernel.solvers import (FeatureOperator, Problem, solve_cholesky, solve_dual_cd,
-                                  solve_lbfgs, solve_newton_cg)
+                                  solve_lbfgs, solve_newton_cg, solve_sarah, solve_svrg)
 
 SMALL = dict(block_size=16, max_blocks=4, random_state=0)
 
@@ -151,6 +151,22 @@ def test_batch_solvers_print_one_block_per_iteration(solver, loss, keys, capsys)
     assert out.splitlines()[-1].startswith(f"Convergence after {clf.n_iter_} iterations")
 
 
+@pytest.mark.parametrize("solver", ["svrg", "sarah"])
+def test_variance_reduced_solvers_print_one_block_per_epoch(solver, capsys):
+    X, y = _data()
+    clf = DSGClassifier(loss="logistic", solver=solver, alpha=1e-2, tol=1e-6, verbose=1,
+                        **SMALL).fit(X, y > 0)
+    out = capsys.readouterr().out
+    blocks = _blocks(out, "Iteration")
+    assert len(blocks) == clf.n_iter_ >= 2
+    keys = {"Objective", "Gradient norm", "Step", "Passes"}
+    assert all(tag == solver and set(v) == keys for _, tag, v in blocks)
+    assert blocks[-1][2]["Gradient norm"] <= 1e-6 < blocks[0][2]["Gradient norm"]
+    passes = [v["Passes"] for _, _, v in blocks]
+    assert all(b > a for a, b in zip(passes, passes[1:]))  # about three per epoch
+    assert out.splitlines()[-1].startswith(f"Convergence after {clf.n_iter_} iterations")
+
+
 def test_cholesky_prints_its_one_step(capsys):
     X, y = _data()
     DSGRegressor(solver="cholesky", verbose=1, **SMALL).fit(X, y)
@@ -226,6 +242,8 @@ def _problem(loss, Y, n=200, alpha=1e-3):
     (solve_lbfgs, "logistic", "gradient_norm"),
     (solve_cholesky, "squared", "gradient_norm"),
     (solve_dual_cd, "hinge", "duality_gap"),
+    (solve_svrg, "logistic", "gradient_norm"),
+    (solve_sarah, "squared", "gradient_norm"),
 ])
 def test_solver_callbacks_see_every_iteration(solve, loss, measure):
     def target(X):

@@ -136,7 +136,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``learning_rate="constant", eta0=1.0``, the DSGRegressor default).
     t0 : float, default=100.0
         Time scale of the step decay, in steps.
-    solver : {"auto", "sgd", "cholesky", "newton-cg", "lbfgs", "dual-cd"}, default="auto"
+    solver : {"auto", "sgd", "cholesky", "newton-cg", "lbfgs", "dual-cd", "svrg", "sarah"}, default="auto"
         How ``fit`` trains (``partial_fit`` always takes stochastic steps).
         ``"sgd"``: epochs of doubly stochastic gradient steps under the
         stopping rule below.  The others minimise the same regularised risk
@@ -145,14 +145,19 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         loss (one streamed pass, then a Cholesky solve: kernel ridge on the
         features), ``"newton-cg"`` and ``"lbfgs"`` for smooth losses
         (logistic, multinomial, squared hinge, Huber), ``"dual-cd"`` for
-        piecewise-linear ones (hinge, quantile, epsilon-insensitive).
+        piecewise-linear ones (hinge, quantile, epsilon-insensitive), and
+        ``"svrg"`` and ``"sarah"``, variance-reduced stochastic gradients
+        on mini-batches of rows, for smooth and squared losses (an
+        iteration is an epoch: one full gradient and ``n / 64`` inner
+        steps; :mod:`onlinekernel.solvers.variance_reduced`).
         ``"auto"`` picks the batch solver for the loss when it fits in
         ``max_memory``, else ``"sgd"``.  The batch solvers ignore the step
         parameters (``learning_rate``, ``eta0``, ``t0``, ``batch_size``,
         ``reuse``, ``precondition``, ``average``, ...).
     max_iter : int, default=1000
         Most iterations of ``fit``: epochs of ``"sgd"``, Newton steps,
-        L-BFGS steps or coordinate-descent epochs.  Hitting it warns
+        L-BFGS steps, coordinate-descent epochs or epochs of ``"svrg"`` and
+        ``"sarah"``.  Hitting it warns
         (``ConvergenceWarning``).
     tol : float or None, default=1e-4
         Stopping tolerance.  Batch solvers: the gradient norm relative to
@@ -339,8 +344,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         batch solver, ``-- Iteration n (solver)`` with its objective and
         its relative gradient norm (``"newton-cg"``, also the
         conjugate-gradient iterations and the step length; ``"lbfgs"``;
-        ``"cholesky"``, one line) or duality gap (``"dual-cd"``, per
-        output), then the time; last, a line saying how the fit ended.
+        ``"cholesky"``, one line; ``"svrg"`` and ``"sarah"``, also the step
+        and the effective passes over the rows) or duality gap
+        (``"dual-cd"``, per output), then the time; last, a line saying how the fit ended.
         ``partial_fit`` prints nothing.
 
     Attributes

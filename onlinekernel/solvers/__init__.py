@@ -16,7 +16,13 @@
     (FALKON's preconditioner on random features);
   - ``"lbfgs"``: ``"smooth"`` losses, from ``loss`` and ``gradient`` only;
   - ``"dual-cd"``: ``"piecewise_linear"`` losses (hinge, quantile,
-    epsilon-insensitive); ``n M`` memory.
+    epsilon-insensitive); ``n M`` memory;
+  - ``"svrg"`` and ``"sarah"``: ``"smooth"`` and quadratic losses, by
+    variance-reduced stochastic gradients on mini-batches of rows (epochs
+    of one full gradient and ``n / batch`` inner steps, the step from the
+    loss's curvature bound; :mod:`.variance_reduced`); ``n M`` memory, or
+    the rows regenerated; never chosen by ``"auto"`` (Newton-CG needs fewer
+    passes on every problem measured, ``benchmarks/variance_reduced.py``).
 
 Each solver sees the loss through the loss protocol and the features through
 :class:`FeatureOperator`; none knows a particular loss or map.  A new solver
@@ -34,10 +40,11 @@ from onlinekernel.solvers._problem import Problem, Solution
 from onlinekernel.solvers.dual_cd import solve_dual_cd
 from onlinekernel.solvers.newton import (
     _preconditioning_pays, solve_cholesky, solve_lbfgs, solve_newton_cg)
+from onlinekernel.solvers.variance_reduced import smoothness_bound, solve_sarah, solve_svrg
 
 __all__ = ["FeatureOperator", "Problem", "Solution", "SOLVERS", "BATCH_SOLVERS",
            "choose_solver", "solver_memory", "feature_dtype", "solve_cholesky", "solve_newton_cg",
-           "solve_lbfgs", "solve_dual_cd"]
+           "solve_lbfgs", "solve_dual_cd", "solve_svrg", "solve_sarah", "smoothness_bound"]
 
 
 #: Batch solvers by name, with the curvatures each converges for.
@@ -46,6 +53,8 @@ BATCH_SOLVERS = {
     "newton-cg": (solve_newton_cg, ("constant", "smooth")),
     "lbfgs": (solve_lbfgs, ("constant", "smooth")),
     "dual-cd": (solve_dual_cd, ("piecewise_linear",)),
+    "svrg": (solve_svrg, ("constant", "smooth")),
+    "sarah": (solve_sarah, ("constant", "smooth")),
 }
 #: Rows per feature from which ``"auto"`` solves a quadratic loss by
 #: preconditioned conjugate gradients rather than the normal equations

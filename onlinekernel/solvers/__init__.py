@@ -21,8 +21,8 @@
     variance-reduced stochastic gradients on mini-batches of rows (epochs
     of one full gradient and ``n / batch`` inner steps, the step from the
     loss's curvature bound; :mod:`.variance_reduced`); ``n M`` memory, or
-    the rows regenerated; never chosen by ``"auto"`` (Newton-CG needs fewer
-    passes on every problem measured, ``benchmarks/variance_reduced.py``).
+    the rows regenerated; chosen by name only (``"auto"`` keeps
+    ``"newton-cg"`` for these losses).
 
 Each solver sees the loss through the loss protocol and the features through
 :class:`FeatureOperator`; none knows a particular loss or map.  A new solver

@@ -1,0 +1,50 @@
+"""Smoke test of benchmarks/variance_reduced.py on tiny synthetic datasets (seconds)."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPT = BENCH / "variance_reduced.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # for its _common import
+    spec = importlib.util.spec_from_file_location("variance_reduced_benchmark", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_run_writes_results(bench, tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    sets = {"ijcnn1": np.where(X[:, 0] * X[:, 1] > 0, 1, -1),
+            "cadata": 1e5 * (np.sin(X[:, 0]) + 0.1 * rng.normal(size=500)),
+            "letter": np.digitize(X[:, 0], [-0.5, 0.5])}
+    for name, y in sets.items():
+        np.savez_compressed(tmp_path / f"{name}.npz", X_train=X[:400], y_train=y[:400],
+                            X_test=X[400:], y_test=y[400:])
+    bench.main(["--quick", "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
+    saved = json.loads((tmp_path / "out" / "variance_reduced_quick.json").read_text())
+    assert saved["benchmark"] == "variance_reduced" and saved["mode"] == "quick"
+    assert set(saved["datasets"]) == set(sets)
+    losses = {name: res["loss"] for name, res in saved["datasets"].items()}
+    assert losses == {"ijcnn1": "logistic", "cadata": "squared", "letter": "multinomial"}
+    for res in saved["datasets"].values():
+        assert res["model_check_max_abs"] < 1e-6  # the problem is the estimator's
+        assert set(res["curves"]) == {"sgd", "svrg", "sarah"}
+        assert len(res["curves"]["sgd"]) == 6  # the start and 5 epochs
+        for curve in res["curves"].values():
+            assert all(pt["gap"] >= -1e-9 for pt in curve)
+            assert all(a["passes"] < b["passes"] for a, b in zip(curve, curve[1:]))
+        assert set(res["passes_to_tol"]) == {"sgd", "svrg", "sarah"}
+        assert res["newton_cg"]["passes_to_tol"] > 0
+    assert len(saved["targets"]) == 6
+    assert (tmp_path / "out" / "variance_reduced_quick.png").stat().st_size > 0

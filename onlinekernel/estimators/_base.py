@@ -68,7 +68,7 @@ _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_s
 # (dtype is not one: a changed dtype converts the fitted model; nor is the
 # one-class nu, which applies from the next step.)
 _BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "degree", "coef0",
-                 "block_size", "normalize_y", "quantiles", "input_scaling")
+                 "block_size", "normalize_y", "quantiles", "input_scaling", "activation")
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
@@ -383,9 +383,9 @@ class BaseDSG(BaseEstimator):
     def _validate_stopping(self):
         """Check the solver and stopping parameters."""
         if "max_memory" in self._get_param_names():  # the estimators with batch solvers
-            if not (isinstance(self.solver, str) and self.solver in SOLVERS):
+            if not (isinstance(self.solver, str) and self.solver in self._solvers):
                 raise ValueError(f"unknown solver {self.solver!r}; choose one of "
-                                 f"{', '.join(map(repr, SOLVERS))}")
+                                 f"{', '.join(map(repr, self._solvers))}")
             _check_int("max_memory", self.max_memory, 0)
         _check_int("max_iter", self.max_iter, 1)
         if self.tol is not None:
@@ -566,6 +566,13 @@ class BaseDSG(BaseEstimator):
         if self.learning_rate == "pegasos" and self.alpha <= 0:
             raise ValueError("learning_rate='pegasos' needs alpha > 0")
 
+    def _map_params(self, accepted):
+        """The map's parameters given beyond gamma, degree and coef0: ``kernel_params``.
+
+        ``accepted`` names the parameters the map takes.
+        """
+        return self.kernel_params or {}
+
     def _model_dtype(self):
         """Precision of the model's features and coefficients (the ``dtype`` parameter)."""
         return check_dtype(self.dtype)
@@ -610,7 +617,7 @@ class BaseDSG(BaseEstimator):
             params["degree"] = self.degree
         if "coef0" in accepted:
             params["coef0"] = self.coef0
-        params.update(self.kernel_params or {})
+        params.update(self._map_params(accepted))
         fmap = as_cy_feature_map(registry.get_feature_map(self.kernel, **params))
         return fmap.bind(d), params.get("gamma", gamma)
 
@@ -884,6 +891,12 @@ class BaseDSG(BaseEstimator):
     # Estimators whose constructor takes no ``solver`` train by SGD (the
     # density ratio, GP, fixed-feature and shrinking models run their own loops).
     solver = "sgd"
+    # The values ``solver`` may take (an estimator that fixes its solver lists that one).
+    _solvers = SOLVERS
+
+    def _solver_options(self):
+        """Keyword arguments the batch solver takes beyond the common ones (none here)."""
+        return {}
 
     def _resolve_solver(self, state, n, n_outputs):
         """The solver ``fit`` runs: ``solver``, or the choice of ``"auto"``.
@@ -945,7 +958,8 @@ class BaseDSG(BaseEstimator):
             tol = 0.0 if self.tol is None else self.tol  # None: all max_iter iterations
             progress = self._progress("Iteration", tag=solver)
             sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter,
-                                           callback=progress or None, **start)
+                                           callback=progress or None, **start,
+                                           **self._solver_options())
         finally:
             op.close()
         if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):

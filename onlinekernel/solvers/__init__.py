@@ -23,6 +23,13 @@
     loss's curvature bound; :mod:`.variance_reduced`); ``n M`` memory, or
     the rows regenerated; chosen by name only (``"auto"`` keeps
     ``"newton-cg"`` for these losses).
+  - ``"wrks"``: weighted random kitchen sinks (Rahimi & Recht 2008), the
+    risk minimised with the coefficients in an L-infinity or L2 ball, by
+    accelerated projected gradient (:mod:`.wrks`); ``"constant"`` and
+    ``"smooth"`` losses; ``n M`` memory.  Not among an estimator's
+    ``solver`` choices (it needs a ``constraint`` and a ``radius``): the
+    :class:`~onlinekernel.WeightedKitchenSinksRegressor` and
+    :class:`~onlinekernel.WeightedKitchenSinksClassifier` run it.
 
 Each solver sees the loss through the loss protocol and the features through
 :class:`FeatureOperator`; none knows a particular loss or map.  A new solver
@@ -41,10 +48,12 @@ from onlinekernel.solvers.dual_cd import solve_dual_cd
 from onlinekernel.solvers.newton import (
     _preconditioning_pays, solve_cholesky, solve_lbfgs, solve_newton_cg)
 from onlinekernel.solvers.variance_reduced import smoothness_bound, solve_sarah, solve_svrg
+from onlinekernel.solvers.wrks import solve_wrks
 
 __all__ = ["FeatureOperator", "Problem", "Solution", "SOLVERS", "BATCH_SOLVERS",
            "choose_solver", "solver_memory", "feature_dtype", "solve_cholesky", "solve_newton_cg",
-           "solve_lbfgs", "solve_dual_cd", "solve_svrg", "solve_sarah", "smoothness_bound"]
+           "solve_lbfgs", "solve_dual_cd", "solve_svrg", "solve_sarah", "smoothness_bound",
+           "solve_wrks"]
 
 
 #: Batch solvers by name, with the curvatures each converges for.
@@ -55,14 +64,16 @@ BATCH_SOLVERS = {
     "dual-cd": (solve_dual_cd, ("piecewise_linear",)),
     "svrg": (solve_svrg, ("constant", "smooth")),
     "sarah": (solve_sarah, ("constant", "smooth")),
+    "wrks": (solve_wrks, ("constant", "smooth")),
 }
 #: Rows per feature from which ``"auto"`` solves a quadratic loss by
 #: preconditioned conjugate gradients rather than the normal equations
 #: (measured: cadata 4 rows per feature 1.4x, protein 9 rows 1.6x, kin40k 8
 #: rows 2.5x faster; cpusmall at 1.6 rows 1.2x slower).
 PCG_ROWS_PER_FEATURE = 3
-#: Every value of an estimator's ``solver`` parameter.
-SOLVERS = ("auto", "sgd") + tuple(BATCH_SOLVERS)
+#: Every value of an estimator's ``solver`` parameter (``"wrks"`` is run by
+#: the weighted-kitchen-sinks estimators, which fix it).
+SOLVERS = ("auto", "sgd") + tuple(s for s in BATCH_SOLVERS if s != "wrks")
 
 
 #: The smallest ``tol`` an iterative solver reaches on float32 features: their

@@ -20,12 +20,15 @@ from onlinekernel.registry import (
     available_feature_maps, available_losses, get_feature_map, get_loss)
 from onlinekernel.estimators import (
     DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor, DSGOneClassSVM,
-    DSGQuantileRegressor, DSGRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
-    ShrinkingGradientRegressor)
+    DSGQuantileRegressor, DSGRegressor, ExtremeLearningMachineClassifier,
+    ExtremeLearningMachineRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
+    ShrinkingGradientRegressor, WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
 from onlinekernel.modelfile import ModelFileError, load
 
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",
            "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
+           "ExtremeLearningMachineRegressor", "ExtremeLearningMachineClassifier",
+           "WeightedKitchenSinksRegressor", "WeightedKitchenSinksClassifier",
            "load", "ModelFileError"]

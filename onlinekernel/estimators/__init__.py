@@ -1,6 +1,9 @@
 """Scikit-learn compatible estimators."""
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._density_ratio import DSGDensityRatio
+from onlinekernel.estimators._elm import (
+    ExtremeLearningMachineClassifier, ExtremeLearningMachineRegressor,
+    WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
 from onlinekernel.estimators._fixed import FixedFeatureClassifier, FixedFeatureRegressor
 from onlinekernel.estimators._gp import DSGGaussianProcessRegressor
 from onlinekernel.estimators._novelty import DSGOneClassSVM
@@ -9,5 +12,7 @@ from onlinekernel.estimators._regressor import DSGRegressor
 from onlinekernel.estimators._shrinking import ShrinkingGradientRegressor
 
 __all__ = ["DSGClassifier", "DSGDensityRatio", "DSGGaussianProcessRegressor",
-           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor", "FixedFeatureClassifier",
-           "FixedFeatureRegressor", "ShrinkingGradientRegressor"]
+           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor",
+           "ExtremeLearningMachineClassifier", "ExtremeLearningMachineRegressor",
+           "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
+           "WeightedKitchenSinksClassifier", "WeightedKitchenSinksRegressor"]

@@ -39,7 +39,9 @@ def test_elm_regressor_is_dsg_cholesky(regression_data, kernel, activation, dtyp
     elm = ExtremeLearningMachineRegressor(n_components=200, activation=activation,
                                           kernel=kernel, alpha=1e-4, block_size=64,
                                           dtype=dtype, random_state=3).fit(X, y)
-    kp = None if activation is None else {"activation": activation}
+    kp = {"bias": 1.0} if kernel == "iln" else None  # bias="auto" on a map with biases
+    if activation is not None:
+        kp["activation"] = activation
     dsg = DSGRegressor(kernel=kernel, kernel_params=kp, n_components=200, alpha=1e-4,
                        block_size=64, solver="cholesky", dtype=dtype,
                        random_state=3).fit(X, y)
@@ -53,7 +55,8 @@ def test_elm_classifier_is_ridge_on_pm1_targets(classification_data):
     X, y = classification_data
     elm = ExtremeLearningMachineClassifier(n_components=128, activation="relu",
                                            random_state=0).fit(X, y)
-    dsg = DSGClassifier(loss="squared", kernel="iln", kernel_params={"activation": "relu"},
+    dsg = DSGClassifier(loss="squared", kernel="iln",
+                        kernel_params={"activation": "relu", "bias": 1.0},
                         n_components=128, solver="cholesky", random_state=0).fit(X, y)
     assert np.array_equal(elm.decision_function(X), dsg.decision_function(X))
     assert np.array_equal(elm.predict(X), dsg.predict(X))
@@ -81,6 +84,10 @@ def test_elm_has_no_partial_fit_and_clear_errors(regression_data):
         ExtremeLearningMachineRegressor(activation="tanh").fit(X, y)
     with pytest.raises(ValueError, match="n_components"):
         ExtremeLearningMachineRegressor(n_components=None).fit(X, y)
+    with pytest.raises(ValueError, match="no bias parameter"):
+        ExtremeLearningMachineRegressor(kernel="gaussian", bias=0.5).fit(X, y)
+    unbiased = ExtremeLearningMachineRegressor(n_components=64, bias=None, random_state=0)
+    assert unbiased.fit(X, y).feature_map_.get_params()["bias"] == 0.0
     with pytest.raises(ValueError, match="disagree"):
         ExtremeLearningMachineRegressor(activation="relu",
                                         kernel_params={"activation": "sigmoid"}).fit(X, y)

@@ -68,7 +68,8 @@ _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_s
 # (dtype is not one: a changed dtype converts the fitted model; nor is the
 # one-class nu, which applies from the next step.)
 _BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "degree", "coef0",
-                 "block_size", "normalize_y", "quantiles", "input_scaling", "activation")
+                 "block_size", "normalize_y", "quantiles", "input_scaling", "activation",
+                 "bias")
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")

@@ -37,7 +37,7 @@ def project(C, constraint, radius):
     >>> C = np.array([[3.0], [-0.5], [0.1], [0.0]])
     >>> project(C, "linf", 2.0).ravel()
     array([ 0.5, -0.5,  0.1,  0. ])
-    >>> float(np.linalg.norm(project(C, "l2", 2.0)))
+    >>> round(float(np.linalg.norm(project(C, "l2", 2.0))), 12)
     1.0
     """
     M = C.shape[0]
@@ -133,7 +133,7 @@ def solve_wrks(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, call
     >>> fmap = get_feature_map("gaussian", n_components=32, gamma=0.5).bind(2)
     >>> op = FeatureOperator(fmap, seed=1, n_blocks=2, X=X, max_bytes=1 << 30)
     >>> p = Problem(op, get_loss("squared"), y, np.ones(300), 0.0, True, 1)
-    >>> sol = solve_wrks(p, tol=1e-6, radius=5.0)
+    >>> sol = solve_wrks(p, tol=1e-4, max_iter=5000, radius=5.0)
     >>> sol.converged, bool(np.abs(sol.coef).max() <= 5.0 / 64)
     (True, True)
     """

@@ -14,8 +14,10 @@ import pytest
 import onlinekernel
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
                           DSGOneClassSVM, DSGQuantileRegressor, DSGRegressor,
-                          FixedFeatureClassifier, FixedFeatureRegressor,
-                          ShrinkingGradientRegressor, get_feature_map, get_loss)
+                          ExtremeLearningMachineClassifier, FixedFeatureClassifier,
+                          FixedFeatureRegressor, ShrinkingGradientRegressor,
+                          WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor,
+                          get_feature_map, get_loss)
 from onlinekernel.solvers import (FeatureOperator, Problem, solve_cholesky, solve_dual_cd,
                                   solve_lbfgs, solve_newton_cg, solve_sarah, solve_svrg)
 
@@ -76,6 +78,12 @@ MODELS = {
     "ShrinkingGradientRegressor": lambda v: ShrinkingGradientRegressor(
         n_estimates=16, block_size=16, predict_blocks=2, n_epochs=2, verbose=v,
         random_state=0),
+    "ExtremeLearningMachineClassifier": lambda v: ExtremeLearningMachineClassifier(
+        n_components=64, block_size=16, verbose=v, random_state=0),
+    "WeightedKitchenSinksRegressor": lambda v: WeightedKitchenSinksRegressor(
+        n_components=64, block_size=16, max_iter=20, verbose=v, random_state=0),
+    "WeightedKitchenSinksClassifier": lambda v: WeightedKitchenSinksClassifier(
+        n_components=64, block_size=16, radius=3.0, verbose=v, random_state=0),
 }
 
 

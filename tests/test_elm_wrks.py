@@ -225,6 +225,9 @@ def test_wrks_estimator(regression_data):
                        ({"loss": "quantile"}, "curvature")]:
         with pytest.raises(ValueError, match=match):
             WeightedKitchenSinksRegressor(n_components=64, **bad).fit(X, y)
+    with pytest.raises(ValueError, match="curvature") as info:
+        WeightedKitchenSinksRegressor(n_components=64, loss="quantile").fit(X, y)
+    assert "sgd" not in str(info.value)  # not a choice of this estimator
     with pytest.raises(ValueError, match="unknown solver 'wrks'"):
         DSGRegressor(solver="wrks").fit(X, y)
 

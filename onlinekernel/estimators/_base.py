@@ -927,15 +927,17 @@ class BaseDSG(BaseEstimator):
         if getattr(loss, "curvature", None) not in curvatures:
             raise ValueError(f"solver={self.solver!r} converges for losses of curvature "
                              f"{' or '.join(map(repr, curvatures))}; {name} has curvature="
-                             f"{getattr(loss, 'curvature', None)!r} (use solver='auto' or "
-                             f"'sgd')")
+                             f"{getattr(loss, 'curvature', None)!r}"
+                             + (" (use solver='auto' or 'sgd')" if "sgd" in self._solvers
+                                else ""))
         need = solver_memory(self.solver, n, M, n_outputs,
                              feature_dtype(self.solver, self._model_dtype(), self.tol).itemsize)
         if self.solver != "cholesky" and need > self.max_memory:
             raise ValueError(f"solver={self.solver!r} needs {need / 2 ** 20:.0f} MiB for "
                              f"{n} rows x {M} features, more than max_memory="
                              f"{self.max_memory} bytes: raise max_memory, use fewer "
-                             f"features or solver='sgd'")
+                             f"features" + (" or solver='sgd'" if "sgd" in self._solvers
+                                            else ""))
         return self.solver
 
     def _fit_batch(self, state, solver, X, Y, sw):

@@ -1,24 +1,14 @@
 """Smoke test of benchmarks/elm_wrks.py on tiny synthetic datasets (a few seconds)."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPT = BENCH / "elm_wrks.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def elm_wrks():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # for its _common import
-    spec = importlib.util.spec_from_file_location("elm_wrks_benchmark", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("elm_wrks")
 
 
 def test_quick_run_writes_results(elm_wrks, tmp_path):

@@ -1,24 +1,14 @@
 """Smoke test of benchmarks/variance_reduced.py on tiny synthetic datasets (seconds)."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPT = BENCH / "variance_reduced.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # for its _common import
-    spec = importlib.util.spec_from_file_location("variance_reduced_benchmark", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("variance_reduced")
 
 
 def test_quick_run_writes_results(bench, tmp_path):

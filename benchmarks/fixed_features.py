@@ -32,8 +32,8 @@ import numpy as np
 from sklearn.kernel_ridge import KernelRidge
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger, report_header,
-                     write_json)
+from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset, make_logger,
+                     report_header, write_json)
 from onlinekernel import DSGRegressor, FixedFeatureRegressor
 
 DATASETS = ("kin8nm", "cadata", "cpusmall")
@@ -128,7 +128,7 @@ def main(argv=None):
             res["raw_targets_one_pass"] = run(lambda s: FixedFeatureRegressor(random_state=s),
                                               standardise_y=False)
             report["datasets"][name] = res
-    report["load_average_at_end"] = report_header("", "")["load_average_at_start"]
+    report["load_average_at_end"] = load_average()
     out = args.output or RESULTS_DIR / ("fixed_features_quick.json" if args.quick
                                         else "fixed_features.json")
     write_json(out, report)

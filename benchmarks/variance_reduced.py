@@ -41,8 +41,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger,  # noqa: E402
-                     report_header, write_json)
+from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset,  # noqa: E402
+                     make_logger, report_header, write_json)
 
 from onlinekernel import DSGClassifier, DSGRegressor  # noqa: E402
 from onlinekernel._loss import as_cy_loss  # noqa: E402
@@ -218,7 +218,7 @@ def main(argv=None):
             y = np.asarray(y)[rows]
             y = y.astype(np.float64) if DATASETS.get(name, ("",))[0] == "regression" else y
             report["datasets"][name] = run_dataset(name, X[rows], y, settings, log)
-    report["load_average_at_end"] = report_header("", "")["load_average_at_start"]
+    report["load_average_at_end"] = load_average()
     report["targets"] = [
         {"target": f"{name}: {m}_fewer_passes_than_sgd", "met": res[f"{m}_fewer_passes_than_sgd"],
          "passes": res["passes_to_tol"]}

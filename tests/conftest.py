@@ -91,3 +91,29 @@ def load_benchmark(script):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def fit_any(model, X, y):
+    """``fit`` as each kind of estimator takes it (y: real targets, thresholded for classes).
+
+    The density ratio fits ``X`` against ``X + 0.5``, the one-class model ``X``
+    alone, a classifier ``y > 0``, anything else ``(X, y)``.
+    """
+    return _train_any(model.fit, model, X, y)
+
+
+def partial_fit_any(model, X, y):
+    """``partial_fit`` as :func:`fit_any` calls ``fit`` (a classifier gets its classes)."""
+    return _train_any(model.partial_fit, model, X, y)
+
+
+def _train_any(method, model, X, y):
+    from onlinekernel import DSGClassifier, DSGDensityRatio, DSGOneClassSVM
+    if isinstance(model, DSGDensityRatio):
+        return method(X, X + 0.5)
+    if isinstance(model, DSGOneClassSVM):
+        return method(X)
+    if isinstance(model, DSGClassifier):
+        extra = {"classes": [False, True]} if method.__name__ == "partial_fit" else {}
+        return method(X, y > 0, **extra)
+    return method(X, y)

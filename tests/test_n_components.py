@@ -8,6 +8,7 @@ as ``n_components`` must train exactly the model of the same ``max_blocks``.
 """
 import numpy as np
 import pytest
+from conftest import fit_any, partial_fit_any
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -25,26 +26,6 @@ def _data(n=160, d=3, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     return X, X[:, 0] + 0.3 * np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=n)
-
-
-def _fit(model, X, y):
-    if isinstance(model, DSGDensityRatio):
-        return model.fit(X, X + 0.5)
-    if isinstance(model, DSGOneClassSVM):
-        return model.fit(X)
-    if isinstance(model, DSGClassifier):
-        return model.fit(X, y > 0)
-    return model.fit(X, y)
-
-
-def _partial(model, X, y):
-    if isinstance(model, DSGDensityRatio):
-        return model.partial_fit(X, X + 0.5)
-    if isinstance(model, DSGOneClassSVM):
-        return model.partial_fit(X)
-    if isinstance(model, DSGClassifier):
-        return model.partial_fit(X, y > 0, classes=[False, True])
-    return model.partial_fit(X, y)
 
 
 def _same_model(a, b, X):
@@ -80,12 +61,12 @@ def test_the_rbfsampler_way_of_asking_for_1024_features():
 @pytest.mark.parametrize("make", BUDGETED, ids=IDS)
 def test_n_components_trains_the_model_of_the_same_max_blocks(make):
     X, y = _data()
-    by_blocks = _fit(make(block_size=16, max_blocks=3), X, y)
-    by_count = _fit(make(block_size=16, n_components=48), X, y)
+    by_blocks = fit_any(make(block_size=16, max_blocks=3), X, y)
+    by_count = fit_any(make(block_size=16, n_components=48), X, y)
     _same_model(by_blocks, by_count, X)
     assert by_count.n_random_features_ == 48
     # n_components takes the place of max_blocks, whatever max_blocks says
-    ignored = _fit(make(block_size=16, n_components=48, max_blocks=None), X, y)
+    ignored = fit_any(make(block_size=16, n_components=48, max_blocks=None), X, y)
     _same_model(by_blocks, ignored, X)
 
 
@@ -174,10 +155,10 @@ BAD = [(0, "n_components must be an integer >= 1, got 0"),
 @pytest.mark.parametrize("make", BUDGETED, ids=IDS)
 def test_a_bad_value_is_refused_and_leaves_the_model_unchanged(make, value, match):
     X, y = _data()
-    model = _fit(make(block_size=16, max_blocks=2), X, y)
+    model = fit_any(make(block_size=16, max_blocks=2), X, y)
     before = {k: np.copy(v) for k, v in vars(model).items() if isinstance(v, np.ndarray)}
     model.set_params(n_components=value)
-    for call in (_fit, _partial):
+    for call in (fit_any, partial_fit_any):
         with pytest.raises(ValueError, match=match):
             call(model, X, y)
     assert before.keys() == {k for k, v in vars(model).items() if isinstance(v, np.ndarray)}
@@ -185,7 +166,7 @@ def test_a_bad_value_is_refused_and_leaves_the_model_unchanged(make, value, matc
     # and an unfitted one stays unfitted
     fresh = make(block_size=16, n_components=value)
     with pytest.raises(ValueError, match=match):
-        _fit(fresh, X, y)
+        fit_any(fresh, X, y)
     assert not hasattr(fresh, "_coef")
 
 
@@ -218,16 +199,16 @@ def test_a_larger_n_components_takes_effect_on_the_next_partial_fit():
 @pytest.mark.parametrize("make", BUDGETED, ids=IDS)
 def test_a_budget_below_the_model_is_refused_and_leaves_it_unchanged(make):
     X, y = _data()
-    model = _partial(make(block_size=16, n_components=64), X, y)
+    model = partial_fit_any(make(block_size=16, n_components=64), X, y)
     assert model.n_blocks_ == 4
     before = {k: np.copy(v) for k, v in vars(model).items() if isinstance(v, np.ndarray)}
     model.set_params(n_components=32)
     with pytest.raises(ValueError, match=r"the model has 4 blocks, more than n_components=32 "
                                          r"\(2 blocks of block_size=16\): the budget cannot "
                                          r"shrink"):
-        _partial(model, X, y)
+        partial_fit_any(model, X, y)
     assert all(np.array_equal(v, getattr(model, k)) for k, v in before.items())
-    _fit(model, X, y)  # fit builds a new model of the new budget
+    fit_any(model, X, y)  # fit builds a new model of the new budget
     assert model.n_blocks_ == 2
 
 
@@ -255,14 +236,14 @@ def test_shrinking_gradient_refuses_to_continue_with_other_prediction_features()
 @pytest.mark.parametrize("make", BUDGETED, ids=IDS)
 def test_model_files_keep_n_components(make, tmp_path):
     X, y = _data()
-    model = _fit(make(block_size=16, n_components=48), X, y)
+    model = fit_any(make(block_size=16, n_components=48), X, y)
     model.save(tmp_path / "m.okm")
     assert modelfile.read_header(tmp_path / "m.okm")["params"]["n_components"] == 48
     loaded = onlinekernel.load(tmp_path / "m.okm")
     assert loaded.get_params()["n_components"] == 48
     _same_model(model, loaded, X)
     # and it continues as the saved model does
-    _same_model(_partial(model, X, y), _partial(loaded, X, y), X)
+    _same_model(partial_fit_any(model, X, y), partial_fit_any(loaded, X, y), X)
 
 
 def test_files_written_before_n_components_and_verbose_load_with_their_defaults(tmp_path):

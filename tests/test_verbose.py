@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import fit_any
 
 import onlinekernel
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
@@ -28,16 +29,6 @@ def _data(n=200, d=3, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     return X, X[:, 0] + 0.3 * np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=n)
-
-
-def _fit(model, X, y):
-    if isinstance(model, DSGDensityRatio):
-        return model.fit(X, X + 0.5)
-    if isinstance(model, DSGOneClassSVM):
-        return model.fit(X)
-    if isinstance(model, DSGClassifier):
-        return model.fit(X, y > 0)
-    return model.fit(X, y)
 
 
 def _blocks(out, unit):
@@ -91,9 +82,9 @@ MODELS = {
 @pytest.mark.parametrize("name", MODELS)
 def test_verbose_0_prints_nothing_and_1_prints_progress_without_changing_the_model(name, capsys):
     X, y = _data()
-    quiet = _fit(MODELS[name](0), X, y)
+    quiet = fit_any(MODELS[name](0), X, y)
     assert capsys.readouterr() == ("", "")
-    loud = _fit(MODELS[name](1), X, y)
+    loud = fit_any(MODELS[name](1), X, y)
     out, err = capsys.readouterr()
     assert err == ""
     unit = "Iteration" if re.search(r"^-- Iteration", out, flags=re.M) else "Epoch"

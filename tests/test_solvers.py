@@ -223,7 +223,7 @@ def test_preconditioned_newton_reaches_the_same_optimum(loss, target):
     for precondition in (False, True):
         calls = []
         original = p.hessian_product
-        p.hessian_product = lambda *a, _f=original: calls.append(1) or _f(*a)
+        p.hessian_product = lambda *a, _f=original, **k: calls.append(1) or _f(*a, **k)
         sols[precondition] = solve_newton_cg(p, tol=1e-8, precondition=precondition)
         del p.hessian_product
         counts[precondition] = len(calls)

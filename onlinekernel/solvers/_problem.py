@@ -77,13 +77,18 @@ class Problem:
         gb = G.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
         return gC, gb
 
-    def hessian_product(self, U, VC, vb):
-        """The Hessian of ``J`` at raw outputs ``U`` times the direction ``(VC, vb)``."""
+    def hessian_product(self, U, VC, vb, outputs=False):
+        """The Hessian of ``J`` at raw outputs ``U`` times the direction ``(VC, vb)``.
+
+        With ``outputs=True`` also the direction's raw outputs ``Phi VC + vb``
+        (computed on the way), so that a solver combining directions gets
+        their outputs without another pass over the features.
+        """
         V = self.features.matvec(VC) + (vb if self.fit_intercept else 0.0)
         HV = self.loss.hessian_product(self.Y, U, V) * self.w[:, None]
         hC = self.features.rmatvec(HV) + self.lam * VC
         hb = HV.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
-        return hC, hb
+        return (hC, hb, V) if outputs else (hC, hb)
 
     @staticmethod
     def norm(gC, gb):

@@ -222,16 +222,17 @@ class _Preconditioner:
         root = np.sqrt(d)
         Phi = problem.features.rows(rows)
         M = problem.M
-        # float32 products are twice as fast and a preconditioner need only be
-        # close, but float32 rounding (relative 1e-7 of the largest entries)
-        # must stay well below the ridge that sets the smallest eigenvalues
+        # float32 products, factor and solves are twice as fast (half the
+        # memory to read) and a preconditioner need only be close, but
+        # float32 rounding (relative 1e-7 of the largest entries) must stay
+        # well below the ridge that sets the smallest eigenvalues
         scale = float(d.sum()) * float(np.mean(np.square(Phi[:64], dtype=np.float64)))
         dt = np.float32 if problem.lam >= _FLOAT32_RIDGE * scale else np.float64
         Q = Phi.astype(dt, copy=False) * root[:, None].astype(dt)
         root = root.astype(dt)
         self.fit_intercept = problem.fit_intercept
         size = M + 1 if self.fit_intercept else M
-        A = np.empty((size, size))
+        A = np.empty((size, size), dtype=dt)
         A[:M, :M] = Q.T @ Q
         if self.fit_intercept:
             A[:M, M] = A[M, :M] = Q.T @ root
@@ -239,7 +240,7 @@ class _Preconditioner:
         A[np.diag_indices(M)] += problem.lam
         if self.fit_intercept:
             A[M, M] += max(problem.lam, 1e-12 * max(A[M, M], 1.0))
-        scale = max(np.trace(A) / size, 1e-300)
+        scale = max(float(np.trace(A, dtype=np.float64)) / size, 1e-300)
         for jitter in (1e-7, 1e-5, 1e-3):  # float32 rounding can leave A barely indefinite
             try:
                 B = A.copy()
@@ -255,7 +256,9 @@ class _Preconditioner:
     def solve(self, rC, rb):
         """``P^{-1} (rC, rb)``."""
         R = np.vstack([rC, rb[None, :]]) if self.fit_intercept else rC
-        Z = linalg.cho_solve(self.factor, R, check_finite=False)
+        dt = self.factor[0].dtype
+        Z = linalg.cho_solve(self.factor, R.astype(dt, copy=False),
+                             check_finite=False).astype(np.float64, copy=False)
         if self.fit_intercept:
             return Z[:-1], Z[-1]
         return Z, np.zeros_like(rb)
@@ -265,9 +268,13 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
     """Approximately solve ``H p = -g`` by (preconditioned) conjugate gradients from p = 0.
 
     Stops when the residual's norm is ``rtol`` times the gradient's.
-    Returns the step and the number of Hessian products spent.
+    Returns the step, its raw outputs ``Phi pC + pb`` (summed from the
+    directions' outputs that the Hessian products compute anyway, which
+    saves the line search a pass over the features; ``None`` when the step
+    is the steepest descent) and the number of Hessian products spent.
     """
     pC, pb = np.zeros_like(gC), np.zeros_like(gb)
+    pU = np.zeros_like(U)
     rC, rb = -gC, -gb
     zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
     dC, db = zC.copy(), zb.copy()
@@ -277,7 +284,7 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
     for _ in range(max_cg):
         if float(np.einsum("ij,ij->", rC, rC) + rb @ rb) <= stop:
             break
-        hC, hb = problem.hessian_product(U, dC, db)
+        hC, hb, V = problem.hessian_product(U, dC, db, outputs=True)
         used += 1
         dHd = float(np.einsum("ij,ij->", dC, hC) + db @ hb)
         if dHd <= 0:  # no curvature along d (cannot happen with lam > 0)
@@ -285,6 +292,7 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
         a = rz / dHd
         pC += a * dC
         pb += a * db
+        pU += a * V
         rC -= a * hC
         rb -= a * hb
         zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
@@ -294,8 +302,8 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
         db = zb + beta * db
         rz = rz_new
     if not (np.any(pC) or np.any(pb)):
-        pC, pb = -gC, -gb  # steepest descent when CG made no progress
-    return pC, pb, used
+        return -gC, -gb, None, used  # steepest descent when CG made no progress
+    return pC, pb, pU, used
 
 
 def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, max_cg=None,
@@ -376,15 +384,16 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
         # forcing term: loose solves far from the optimum, tight ones near it;
         # a quadratic's Newton step is its optimum, so it is solved to tol at once
         rtol = tol * g0 / gnorm if quadratic else min(0.5, np.sqrt(gnorm / g0))
-        pC, pb, used = _cg(problem, U, gC, gb, rtol, max_cg if not quadratic else
-                           max(max_cg, 10 * problem.M), precond)
+        pC, pb, dU, used = _cg(problem, U, gC, gb, rtol, max_cg if not quadratic else
+                               max(max_cg, 10 * problem.M), precond)
         # the curvature moved away from the one P was built at: rebuild it
         stale = used > _STALE_CG and not quadratic
         slope = float(np.einsum("ij,ij->", gC, pC) + gb @ pb)
         if slope >= 0:  # not a descent direction (an inexact Hessian): steepest descent
-            pC, pb = -gC, -gb
+            pC, pb, dU = -gC, -gb, None
             slope = -gnorm ** 2
-        dU = problem.features.matvec(pC) + (pb if problem.fit_intercept else 0.0)
+        if dU is None:
+            dU = problem.features.matvec(pC) + (pb if problem.fit_intercept else 0.0)
         t = 1.0
         for _ in range(60):
             Ct = C + t * pC

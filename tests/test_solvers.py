@@ -7,7 +7,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
-                          DSGOneClassSVM, DSGRegressor, get_feature_map, get_loss)
+                          DSGOneClassSVM, DSGRegressor, FeatureMap, get_feature_map, get_loss)
+from onlinekernel._featuremap import as_cy_feature_map
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
@@ -408,3 +409,106 @@ def test_step_from_the_declared_or_estimated_curvature_bound():
     assert smoothness_bound(p2) == pytest.approx(expected, rel=1e-6)
     assert solve_svrg(p2, tol=1e-6).objective == pytest.approx(
         solve_newton_cg(p, tol=1e-10).objective, rel=1e-8)
+
+
+
+class _Mixed(FeatureMap):
+    """Gaussian RFF blocks, each mixed by an upper-triangular matrix of its seed: ``Phi = B T``."""
+    name = "test_mixed"
+
+    def __init__(self, n_components=8, gamma=0.5, factored=True):
+        super().__init__(n_components)
+        self.gamma, self.factored = gamma, factored
+
+    def param_size(self):
+        F, d = self.n_components, self.n_features_in
+        return F * (d + 1) + F * F
+
+    def generate_params(self, seed, block):
+        F, d = self.n_components, self.n_features_in
+        w = self.normal(seed, block, 0, F * d) * np.sqrt(2 * self.gamma)
+        b = self.uniform(seed, block, 1, F, 0.0, 2 * np.pi)
+        T = np.triu(self.normal(seed, block, 2, F * F).reshape(F, F)) / F + np.eye(F)
+        return np.concatenate([w, b, T.ravel()])
+
+    def _split(self, params):
+        F, d = self.n_components, self.n_features_in
+        W, b = params[:F * d].reshape(F, d), params[F * d:F * (d + 1)]
+        return W, b, params[F * (d + 1):].reshape(F, F)
+
+    def _base(self, params, X):
+        W, b, _ = self._split(params)
+        return np.sqrt(2.0) * np.cos(X @ W.T + b)
+
+    def features(self, params, X):
+        return self._base(params, X) @ self._split(params)[2]
+
+    def linear_factor(self, seed, n_blocks):
+        if not self.factored:
+            return None
+        import scipy.linalg
+        blocks = [self.generate_params(seed, j) for j in range(n_blocks)]
+        T = scipy.linalg.block_diag(*[self._split(p)[2] for p in blocks])
+        return _Factor(lambda X, dtype: np.hstack([self._base(p, X) for p in blocks]), T)
+
+
+class _Factor:
+    def __init__(self, base, T):
+        self.base, self.T = base, T
+
+    def apply(self, C):
+        return self.T @ C
+
+    def apply_transposed(self, G):
+        return self.T.T @ G
+
+
+def _mixed(d, factored=True):
+    return as_cy_feature_map(_Mixed(factored=factored)).bind(d)
+
+
+def _phi(fmap, seed, n_blocks, X):
+    return np.hstack([fmap.transform_block(seed, j, X) for j in range(n_blocks)])
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_factored_map_gives_the_products_of_its_features(cached):
+    """Phi = B T: products through B and T equal those with Phi itself (FALKON's arrangement)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    fmap = _mixed(3)
+    op = FeatureOperator(fmap, seed=5, n_blocks=3, X=X, max_bytes=1 << 30 if cached else 0)
+    assert op.factored and op.cached == cached
+    Phi = _phi(fmap, 5, 3, X)
+    C, G, d = rng.normal(size=(24, 2)), rng.normal(size=(300, 2)), rng.random(300)
+    np.testing.assert_allclose(op.matvec(C), Phi @ C, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(op.rmatvec(G), Phi.T @ G, rtol=1e-10, atol=1e-10)
+    A, s = op.gram(d)
+    np.testing.assert_allclose(A, Phi.T @ (d[:, None] * Phi), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(s, Phi.T @ d, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(op.rows(np.array([4, 0, 7])), Phi[[4, 0, 7]], atol=1e-12)
+    for r0, r1, P in op.batches(whole=False):
+        np.testing.assert_allclose(P, Phi[r0:r1], atol=1e-12)
+    if cached:
+        np.testing.assert_allclose(op.dense(), Phi, atol=1e-12)
+        assert not op.factored  # Phi is what is kept now
+        np.testing.assert_allclose(op.matvec(C), Phi @ C, rtol=1e-10, atol=1e-10)
+    else:
+        with pytest.raises(ValueError, match="not kept in memory"):
+            op.dense()
+
+
+@pytest.mark.parametrize("solver", [solve_cholesky, solve_newton_cg])
+def test_solvers_reach_the_same_optimum_on_a_factored_map(solver):
+    """The solvers see Phi = B T only through the operator: the optimum of Phi itself."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 2))
+    y = np.sin(2 * X[:, :1])
+    sols = []
+    for factored in (True, False):
+        op = FeatureOperator(_mixed(2, factored), seed=3, n_blocks=2, X=X, max_bytes=1 << 30)
+        assert op.factored == factored
+        p = Problem(op, get_loss("squared"), y, np.ones(200), 1e-4, True, 1)
+        sols.append(solver(p, tol=1e-10))
+    np.testing.assert_allclose(sols[0].coef, sols[1].coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(sols[0].intercept, sols[1].intercept, rtol=1e-7, atol=1e-9)

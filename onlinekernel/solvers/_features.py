@@ -6,6 +6,14 @@ the training rows (``M = n_blocks * F`` features regenerated from
 row batch by row batch from the regenerated blocks, so the memory it needs is
 one batch of rows; when the whole matrix fits in ``max_bytes`` it is
 computed once and kept, and every later product is a single BLAS call.
+
+A map whose features are a fixed linear transform of simpler ones, ``Phi =
+B T`` (Nystrom features: ``B`` the kernel's values at the landmarks, ``T``
+the whitening factor), says so through ``linear_factor`` (see
+:class:`FeatureOperator`); the operator then keeps or regenerates ``B`` and
+applies ``T`` to the ``M x K`` side of each product.  This is FALKON's
+arrangement (Rudi, Carratino & Rosasco 2017): a product costs ``O(n M)``
+plus ``O(M^2 K)``, where forming ``Phi`` costs ``O(n M^2)``.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,6 +72,16 @@ class FeatureOperator:
         of a float64 model halve the memory the iterative solvers read on
         every product (see :func:`onlinekernel.solvers.feature_dtype`).
 
+    Notes
+    -----
+    A map may define ``linear_factor(seed, n_blocks)``, returning ``None`` or an
+    object with ``base(X, dtype)`` (an ``n x M`` array ``B``), ``apply(C)``
+    (``T C``) and ``apply_transposed(G)`` (``T^T G``, both float64, ``M x
+    K``) such that its first ``n_blocks`` blocks are ``Phi = B T``.  The
+    products then go through ``B`` and ``T`` (:meth:`matvec`,
+    :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
+    ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.
+
     Examples
     --------
     >>> import numpy as np
@@ -88,14 +106,33 @@ class FeatureOperator:
         self.shape = (X.shape[0], self.n_blocks * self.F)
         self.n_jobs = max(1, int(n_jobs))
         self._pool = None
+        factor = getattr(fmap, "linear_factor", None)
+        self._factor = factor(self.seed, self.n_blocks) if factor is not None else None
         nbytes = self.shape[0] * self.shape[1] * self.dtype.itemsize
         self.cached = nbytes <= max_bytes
-        self._Phi = self._rows(0, self.shape[0]) if self.cached else None
+        # what is kept: Phi itself, or B of a factored map (Phi = B T)
+        self._Phi = self._stored(0, self.shape[0]) if self.cached else None
 
     @staticmethod
     def nbytes(n, M, dtype):
         """Bytes of an ``n x M`` feature matrix in ``dtype``."""
         return int(n) * int(M) * np.dtype(dtype).itemsize
+
+    @property
+    def factored(self):
+        """Whether products go through a map's linear factor (``Phi = B T``)."""
+        return self._factor is not None
+
+    def _stored(self, r0, r1):
+        """What the products read for rows ``r0:r1``: ``Phi``, or ``B`` when factored."""
+        if self._factor is None:
+            return self._rows(r0, r1)
+        return np.asarray(self._factor.base(self.X[r0:r1], self.dtype), dtype=self.dtype)
+
+    def _whiten(self, B):
+        """``B T``: rows of ``Phi`` from rows of ``B``."""
+        return self._factor.apply_transposed(np.asarray(B, np.float64).T).T.astype(
+            self.dtype, copy=False)
 
     def _rows(self, r0, r1):
         """``Phi[r0:r1]``, evaluated block by block."""
@@ -118,11 +155,30 @@ class FeatureOperator:
     def rows(self, index):
         """``Phi[index]`` for an array of row indices (a copy)."""
         if self.cached:
-            return self._Phi[index]
+            kept = self._Phi[index]
+            return kept if self._factor is None else self._whiten(kept)
         sub = FeatureOperator.__new__(FeatureOperator)
         sub.__dict__.update(self.__dict__)
         sub.X = self.X[index]
         return sub._rows(0, len(index))
+
+    def dense(self):
+        """The whole ``Phi`` (kept: the operator must be ``cached``), for solvers that index it."""
+        if not self.cached:
+            raise ValueError("the feature matrix is not kept in memory (above max_bytes)")
+        if self._factor is not None:  # formed once: from now on Phi is what is kept
+            self._Phi, self._factor = self._whiten(self._Phi), None
+        return self._Phi
+
+    def _kept(self, whole=True):
+        """``(r0, r1, P)`` over all rows, ``P`` what the products read (``Phi`` or ``B``)."""
+        n = self.shape[0]
+        if self.cached and whole:
+            yield 0, n, self._Phi
+            return
+        for r0 in range(0, n, _ROWS):
+            r1 = min(n, r0 + _ROWS)
+            yield r0, r1, (self._Phi[r0:r1] if self.cached else self._stored(r0, r1))
 
     def batches(self, whole=True):
         """Yield ``(r0, r1, Phi[r0:r1])`` over all rows.
@@ -130,19 +186,16 @@ class FeatureOperator:
         A kept matrix comes as one batch unless ``whole=False`` (for products
         that need a temporary of the batch's size).
         """
-        n = self.shape[0]
-        if self.cached and whole:
-            yield 0, n, self._Phi
-            return
-        for r0 in range(0, n, _ROWS):
-            r1 = min(n, r0 + _ROWS)
-            yield r0, r1, (self._Phi[r0:r1] if self.cached else self._rows(r0, r1))
+        for r0, r1, P in self._kept(whole and self._factor is None):
+            yield r0, r1, (P if self._factor is None else self._whiten(P))
 
     def matvec(self, C):
         """``Phi @ C`` for ``C`` of shape ``(M, K)``, float64 ``(n, K)``."""
+        if self._factor is not None:
+            C = self._factor.apply(np.asarray(C, dtype=np.float64))
         C = np.asarray(C, dtype=self.dtype)
         out = np.empty((self.shape[0], C.shape[1]), dtype=np.float64)
-        for r0, r1, P in self.batches():
+        for r0, r1, P in self._kept():
             out[r0:r1] = P @ C
         return out
 
@@ -150,9 +203,9 @@ class FeatureOperator:
         """``Phi.T @ G`` for ``G`` of shape ``(n, K)``, float64 ``(M, K)``."""
         G = np.asarray(G, dtype=self.dtype)
         out = np.zeros((self.shape[1], G.shape[1]), dtype=np.float64)
-        for r0, r1, P in self.batches():
+        for r0, r1, P in self._kept():
             out += P.T @ G[r0:r1]
-        return out
+        return out if self._factor is None else self._factor.apply_transposed(out)
 
     def gram(self, d):
         """``(Phi.T diag(d) Phi, Phi.T d)`` in float64, for row weights ``d`` of shape ``(n,)``.
@@ -166,10 +219,13 @@ class FeatureOperator:
         if np.any(d < 0):
             raise ValueError("gram needs non-negative row weights (a convex loss)")
         root = np.sqrt(d).astype(self.dtype)
-        for r0, r1, P in self.batches(whole=False):
+        for r0, r1, P in self._kept(whole=False):
             Q = P * root[r0:r1, None]
             A += Q.T @ Q
             s += (Q.T @ root[r0:r1]).astype(np.float64)
+        if self._factor is not None:  # T^T (B^T D B) T, T^T (B^T d)
+            A = self._factor.apply_transposed(self._factor.apply_transposed(A).T)
+            s = self._factor.apply_transposed(s[:, None])[:, 0]
         return A, s
 
     def close(self):

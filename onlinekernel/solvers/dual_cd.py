@@ -393,7 +393,7 @@ def solve_dual_cd(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None,
     if not lam > 0:
         raise ValueError(f"solver 'dual-cd' needs a positive penalty (alpha > 0), got "
                          f"lam = {lam}")
-    Phi = features._Phi
+    Phi = features.dense()
     if Phi.dtype not in (np.float32, np.float64):
         Phi = Phi.astype(np.float64)
     Phi = np.ascontiguousarray(Phi)

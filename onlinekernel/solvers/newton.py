@@ -158,7 +158,7 @@ def _cholesky_dual(problem, d, G0):
     D^{1/2} (t - b)``, where the targets are ``t = -G0 / D``; the unpenalised
     intercept adds the constraint ``sum a = 0``, which fixes ``b``.
     """
-    Phi = problem.features._Phi
+    Phi = problem.features.dense()
     n = Phi.shape[0]
     r = np.sqrt(d)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -416,9 +416,9 @@ class _Mixed(FeatureMap):
     """Gaussian RFF blocks, each mixed by an upper-triangular matrix of its seed: ``Phi = B T``."""
     name = "test_mixed"
 
-    def __init__(self, n_components=8, gamma=0.5, factored=True):
+    def __init__(self, n_components=8, gamma=0.5, factored=True, pad=0):
         super().__init__(n_components)
-        self.gamma, self.factored = gamma, factored
+        self.gamma, self.factored, self.pad = gamma, factored, pad
 
     def param_size(self):
         F, d = self.n_components, self.n_features_in
@@ -449,12 +449,15 @@ class _Mixed(FeatureMap):
         import scipy.linalg
         blocks = [self.generate_params(seed, j) for j in range(n_blocks)]
         T = scipy.linalg.block_diag(*[self._split(p)[2] for p in blocks])
-        return _Factor(lambda X, dtype: np.hstack([self._base(p, X) for p in blocks]), T)
+        # pad: B gets columns that T maps to nothing (B wider than Phi)
+        T = np.vstack([T, np.zeros((self.pad, T.shape[1]))])
+        return _Factor(lambda X, dtype: np.hstack([self._base(p, X) for p in blocks]
+                                                  + [np.cos(X[:, :1]) * np.ones(self.pad)]), T)
 
 
 class _Factor:
     def __init__(self, base, T):
-        self.base, self.T = base, T
+        self.base, self.T, self.width = base, T, T.shape[0]
 
     def apply(self, C):
         return self.T @ C
@@ -463,8 +466,8 @@ class _Factor:
         return self.T.T @ G
 
 
-def _mixed(d, factored=True):
-    return as_cy_feature_map(_Mixed(factored=factored)).bind(d)
+def _mixed(d, factored=True, pad=0):
+    return as_cy_feature_map(_Mixed(factored=factored, pad=pad)).bind(d)
 
 
 def _phi(fmap, seed, n_blocks, X):
@@ -472,11 +475,12 @@ def _phi(fmap, seed, n_blocks, X):
 
 
 @pytest.mark.parametrize("cached", [True, False])
-def test_a_factored_map_gives_the_products_of_its_features(cached):
+@pytest.mark.parametrize("pad", [0, 2])
+def test_a_factored_map_gives_the_products_of_its_features(cached, pad):
     """Phi = B T: products through B and T equal those with Phi itself (FALKON's arrangement)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
-    fmap = _mixed(3)
+    fmap = _mixed(3, pad=pad)
     op = FeatureOperator(fmap, seed=5, n_blocks=3, X=X, max_bytes=1 << 30 if cached else 0)
     assert op.factored and op.cached == cached
     Phi = _phi(fmap, 5, 3, X)

@@ -75,9 +75,10 @@ class FeatureOperator:
     Notes
     -----
     A map may define ``linear_factor(seed, n_blocks)``, returning ``None`` or an
-    object with ``base(X, dtype)`` (an ``n x M`` array ``B``), ``apply(C)``
-    (``T C``) and ``apply_transposed(G)`` (``T^T G``, both float64, ``M x
-    K``) such that its first ``n_blocks`` blocks are ``Phi = B T``.  The
+    object with ``width`` (``m``), ``base(X, dtype)`` (an ``n x m`` array
+    ``B``), ``apply(C)`` (``T C``, ``m x K`` from ``M x K``) and
+    ``apply_transposed(G)`` (``T^T G``, ``M x K`` from ``m x K``; both
+    float64) such that its first ``n_blocks`` blocks are ``Phi = B T``.  The
     products then go through ``B`` and ``T`` (:meth:`matvec`,
     :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
     ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.
@@ -108,6 +109,8 @@ class FeatureOperator:
         self._pool = None
         factor = getattr(fmap, "linear_factor", None)
         self._factor = factor(self.seed, self.n_blocks) if factor is not None else None
+        # columns of what the products read: M, or those of B (Phi = B T, T width x M)
+        self._width = self.shape[1] if self._factor is None else int(self._factor.width)
         nbytes = self.shape[0] * self.shape[1] * self.dtype.itemsize
         self.cached = nbytes <= max_bytes
         # what is kept: Phi itself, or B of a factored map (Phi = B T)
@@ -168,6 +171,7 @@ class FeatureOperator:
             raise ValueError("the feature matrix is not kept in memory (above max_bytes)")
         if self._factor is not None:  # formed once: from now on Phi is what is kept
             self._Phi, self._factor = self._whiten(self._Phi), None
+            self._width = self.shape[1]
         return self._Phi
 
     def _kept(self, whole=True):
@@ -202,7 +206,7 @@ class FeatureOperator:
     def rmatvec(self, G):
         """``Phi.T @ G`` for ``G`` of shape ``(n, K)``, float64 ``(M, K)``."""
         G = np.asarray(G, dtype=self.dtype)
-        out = np.zeros((self.shape[1], G.shape[1]), dtype=np.float64)
+        out = np.zeros((self._width, G.shape[1]), dtype=np.float64)
         for r0, r1, P in self._kept():
             out += P.T @ G[r0:r1]
         return out if self._factor is None else self._factor.apply_transposed(out)
@@ -212,7 +216,7 @@ class FeatureOperator:
 
         One pass over the rows; each batch is one BLAS level-3 product.
         """
-        M = self.shape[1]
+        M = self._width
         A = np.zeros((M, M), dtype=np.float64)
         s = np.zeros(M, dtype=np.float64)
         d = np.asarray(d, dtype=np.float64)

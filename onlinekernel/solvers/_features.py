@@ -78,7 +78,8 @@ class FeatureOperator:
     object with ``width`` (``m``), ``base(X, dtype)`` (an ``n x m`` array
     ``B``), ``apply(C)`` (``T C``, ``m x K`` from ``M x K``) and
     ``apply_transposed(G)`` (``T^T G``, ``M x K`` from ``m x K``; both
-    float64) such that its first ``n_blocks`` blocks are ``Phi = B T``.  The
+    float64) such that its first ``n_blocks`` blocks are ``Phi = B T``, and
+    optionally ``dtype``, the least precision ``B`` must be kept in.  The
     products then go through ``B`` and ``T`` (:meth:`matvec`,
     :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
     ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.
@@ -111,7 +112,10 @@ class FeatureOperator:
         self._factor = factor(self.seed, self.n_blocks) if factor is not None else None
         # columns of what the products read: M, or those of B (Phi = B T, T width x M)
         self._width = self.shape[1] if self._factor is None else int(self._factor.width)
-        nbytes = self.shape[0] * self.shape[1] * self.dtype.itemsize
+        if self._factor is not None and hasattr(self._factor, "dtype"):
+            # a factor that amplifies B's rounding (an ill-conditioned T) asks for more
+            self.dtype = np.promote_types(self.dtype, self._factor.dtype)
+        nbytes = self.shape[0] * max(self.shape[1], self._width) * self.dtype.itemsize
         self.cached = nbytes <= max_bytes
         # what is kept: Phi itself, or B of a factored map (Phi = B T)
         self._Phi = self._stored(0, self.shape[0]) if self.cached else None

@@ -35,6 +35,7 @@ MODULES = {
     "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
     "onlinekernel_plugins._iln": "plugins/_iln.pyx",
     "onlinekernel_plugins._orf": "plugins/_orf.pyx",
+    "onlinekernel_plugins._nystrom": "plugins/_nystrom.pyx",
 }
 
 if sys.platform == "win32":

@@ -59,6 +59,10 @@ cdef void _densified(CyFeatureMap fmap, const real* params, const int64_t* indpt
 cdef class CyFeatureMap:
     """Base class of compiled random-feature maps (see the module docstring)."""
     name = None
+    # Maps fitted on data (Nystrom's landmarks) set this: the estimators then
+    # call fit(X, seed, n_blocks) once, at the first fit or partial_fit, and
+    # model files store fitted_arrays().  Random-feature maps need no fit.
+    needs_fit = False
 
     def __init__(self, Py_ssize_t n_components=256):
         if n_components < 1:
@@ -139,6 +143,25 @@ cdef class CyFeatureMap:
             raise ValueError(f"n_features_in must be >= 1, got {n_features_in}")
         self.param_size, self.work_per_row = self._sizes(n_features_in)
         self.n_features_in = n_features_in
+        return self
+
+    def fit(self, X, seed, n_blocks):
+        """Fit the map's data-dependent state on rows ``X`` (nothing for random features).
+
+        Maps with ``needs_fit = True`` override it: blocks ``0 .. n_blocks-1``
+        are then functions of ``(X, seed)``.  Returns self.
+        """
+        return self
+
+    def fitted_arrays(self):
+        """The state :meth:`fit` made, as ``{name: ndarray}`` (empty: nothing fitted)."""
+        return {}
+
+    def set_fitted_arrays(self, arrays):
+        """Restore what :meth:`fitted_arrays` returned (model files); returns self."""
+        if arrays:
+            raise ValueError(f"{type(self).__name__} is not fitted on data; it holds no "
+                             f"arrays {sorted(arrays)}")
         return self
 
     def raise_pending(self):

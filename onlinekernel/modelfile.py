@@ -33,7 +33,8 @@ offset    size (bytes)        content
                               (``\\x89OKM\\r\\n\\x1a\\n``: a non-text byte,
                               ``OKM``, and the line endings and end-of-file
                               byte that a text-mode transfer would alter)
-8         4                   format version (uint32), currently 2
+8         4                   format version (uint32): 2, or 3 for a
+                              feature map fitted on data
 12        4                   header length ``H`` (uint32)
 16        8                   payload length ``P`` (uint64)
 24        ``H``               header: JSON, ASCII-encoded
@@ -163,6 +164,16 @@ density-ratio and GP models of early version-2 files) loads with it read as
 without ``normalize_y`` (version 1, and GP models of early version-2 files)
 loads with ``normalize_y=False`` (its model was trained on raw targets).
 
+Version 3 (onlinekernel with Nystrom features) adds a feature map fitted on
+data: its ``feature_map`` entry has a field ``fitted``, ``{name: {"$type":
+"array", "name": "feature_map.<name>"}}``, naming arrays of the payload that
+hold its fitted state -- for ``nystrom`` the landmarks (``M x d`` rows of the
+training data, float64), the Cholesky factor of their kernel matrix (``M x
+M``) and the number of blocks they were chosen for.  A writer uses version 3
+only for such a model, and version 2 otherwise, so that models of random
+features stay readable by onlinekernel versions that read version 2; a
+reader of version 3 reads versions 1 and 2 unchanged.
+
 Examples
 --------
 >>> import os, tempfile
@@ -215,7 +226,12 @@ __all__ = ["save", "load", "dumps", "loads", "read_header", "ModelFileError",
            "ModelFileNotFoundError", "FORMAT_NAME", "FORMAT_VERSION", "MAGIC"]
 
 FORMAT_NAME = "onlinekernel-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+# Files are written in the lowest version that holds the model: 3 only for a
+# feature map fitted on data (its arrays), so that every other model stays
+# readable by onlinekernel versions that read version 2.
+_FITTED_MAP_VERSION = 3
+_BASE_VERSION = 2
 MAGIC = b"\x89OKM\r\n\x1a\n"
 # Doubles of parameters one block may have (2 GiB): beyond it a file is refused
 _MAX_BLOCK_PARAMS = 2 ** 28
@@ -233,6 +249,7 @@ _PLUGIN_KEYS = ("name", "params", "distribution", "distribution_version", "plugi
 _ARRAY_NAMES = ("coef", "intercept", "coef_avg", "intercept_avg", "classes",
                 "feature_names_in", _RS_KEY)  # and _RS_KEY + ".<n>", "extra.<attr>"
 _EXTRA_PREFIX = "extra."  # arrays of the ``extra`` attributes
+_MAP_PREFIX = "feature_map."  # arrays of a feature map fitted on data (version 3)
 # Fitted attributes the format stores (or rebuilds: _blocks, _built_from).
 _FORMAT_ATTRIBUTES = frozenset(_STATE_KEYS) | {
     "loss_", "feature_map_", "seed_", "_coef", "_intercept", "_coef_avg", "_intercept_avg",
@@ -659,6 +676,12 @@ def dumps(model):
     rows = st["n_blocks_"] * F
     feature_map = _plugin_spec("feature_map", fmap, "the feature map", payload)
     feature_map["n_features_in"] = int(fmap.n_features_in)
+    fitted = _unwrap(fmap).fitted_arrays() if hasattr(_unwrap(fmap), "fitted_arrays") else {}
+    if fitted:
+        feature_map["fitted"] = {}
+        for name, value in fitted.items():
+            payload.add(_MAP_PREFIX + name, np.asarray(value))
+            feature_map["fitted"][name] = {"$type": "array", "name": _MAP_PREFIX + name}
     state = {"_scale": _float_to_json(st["_scale"]),
              "gamma_": None if st["gamma_"] is None else _float_to_json(st["gamma_"])}
     state.update({k: int(st[k]) for k in _STATE_INTS})
@@ -683,7 +706,7 @@ def dumps(model):
             extra[name] = _to_json(value, f"attribute {name}", payload)
     header = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": _FITTED_MAP_VERSION if fitted else _BASE_VERSION,
         "library_version": __version__,
         "estimator": {"module": cls.__module__, "qualname": cls.__qualname__},
         "params": encoded,
@@ -848,6 +871,29 @@ def _float_array(arrays, name, shape, dtype=np.float64):
     return a
 
 
+def _restore_fitted_map(fmap, fspec, arrays):
+    """Give a map fitted on data (Nystrom) the arrays the file holds for it."""
+    spec = _typed(fspec.get("fitted", {}), dict, "feature_map fitted")
+    fitted = {}
+    for name, ref in spec.items():
+        _keys(ref, ("$type", "name"), f"feature_map fitted {name!r}")
+        key = _typed(ref["name"], str, f"feature_map fitted {name!r}")
+        if ref["$type"] != "array" or key != _MAP_PREFIX + name or key not in arrays:
+            raise ModelFileError(f"invalid model: no array for the feature map's {name!r}")
+        fitted[name] = arrays[key]
+    stray = sorted(k for k in arrays if k.startswith(_MAP_PREFIX)
+                   and k[len(_MAP_PREFIX):] not in fitted)
+    if stray:
+        raise ModelFileError(f"invalid model: arrays {stray} belong to no fitted feature map")
+    if getattr(fmap, "needs_fit", False) and not fitted:
+        raise ModelFileError(f"invalid model: the feature map {_unwrap(fmap).name!r} is fitted "
+                             f"on data, and the file holds none of its fitted state")
+    try:
+        fmap.set_fitted_arrays(fitted)
+    except (ValueError, TypeError) as exc:
+        raise ModelFileError(f"invalid model: the feature map's fitted state: {exc}") from None
+
+
 def _build(header, payload, source):
     spec = header["estimator"]
     _keys(spec, ("module", "qualname"), "estimator")
@@ -861,8 +907,10 @@ def _build(header, payload, source):
             f"({', '.join(f'{m}.{q}' for m, q in sorted(_estimator_classes()))}); model "
             f"files never import other classes")
     table = _typed(header["arrays"], dict, "arrays")
-    unknown = sorted(n for n in table if n not in _ARRAY_NAMES
-                     and not n.startswith((_EXTRA_PREFIX, _RS_KEY + ".")))
+    prefixes = (_EXTRA_PREFIX, _RS_KEY + ".")
+    if header["format_version"] >= _FITTED_MAP_VERSION:
+        prefixes += (_MAP_PREFIX,)
+    unknown = sorted(n for n in table if n not in _ARRAY_NAMES and not n.startswith(prefixes))
     if unknown:
         raise ModelFileError(f"invalid model: unknown arrays {unknown}")
     arrays = {name: _read_array(name, s, payload) for name, s in table.items()}
@@ -893,11 +941,13 @@ def _build(header, payload, source):
     loss = _build_plugin("loss", header["loss"], "loss", source)
     as_cy_loss(loss)  # a registry entry that does not make a loss fails here
     fspec = header["feature_map"]
-    _keys(fspec, _PLUGIN_KEYS + ("n_features_in",), "feature_map")
+    fitted_keys = ("fitted",) if header["format_version"] >= _FITTED_MAP_VERSION else ()
+    _keys(fspec, _PLUGIN_KEYS + ("n_features_in",), "feature_map", optional=fitted_keys)
     state = header["state"]
     _keys(state, _STATE_KEYS, "state")
     d = _int(fspec["n_features_in"], "feature_map n_features_in", 1)
-    fmap = as_cy_feature_map(_build_plugin("feature_map", fspec, "feature_map", source,
+    named = {k: v for k, v in fspec.items() if k != "fitted"}
+    fmap = as_cy_feature_map(_build_plugin("feature_map", named, "feature_map", source,
                                            more_keys=("n_features_in",)))
     try:
         fmap.bind(d)
@@ -910,6 +960,7 @@ def _build(header, payload, source):
                              f"{fmap.param_size:,d} parameters on {d:,d} inputs is beyond what "
                              f"onlinekernel builds (at most {MAX_BLOCK_SIZE:,d} features and "
                              f"{_MAX_BLOCK_PARAMS:,d} parameters a block)")
+    _restore_fitted_map(fmap, fspec, arrays)
 
     ints = {k: _int(state[k], f"state {k}", 0) for k in _STATE_INTS}
     if ints["n_features_in_"] != d:

@@ -5,6 +5,7 @@ from onlinekernel_plugins._gaussian import Gaussian
 from onlinekernel_plugins._iln import InfiniteLayerUnits
 from onlinekernel_plugins._laplacian import Laplacian
 from onlinekernel_plugins._matern import IsotropicCauchy, Matern
+from onlinekernel_plugins._nystrom import Nystrom
 from onlinekernel_plugins._orf import OrthogonalRandomFeatures
 from onlinekernel_plugins._poly_sketch import PolySketch
 
@@ -13,4 +14,4 @@ from onlinekernel_plugins._poly_sketch import PolySketch
 def onlinekernel_register_feature_maps():
     return {cls.name: cls for cls in (Gaussian, Laplacian, Matern, IsotropicCauchy,
                                       OrthogonalRandomFeatures, ArcCosine, PolySketch,
-                                      InfiniteLayerUnits)}
+                                      InfiniteLayerUnits, Nystrom)}

@@ -507,9 +507,9 @@ def _crafted(data, edit):
 
 def test_a_newer_format_version_is_refused_naming_both_versions(small_file):
     def newer(h):
-        h["format_version"] = 3
+        h["format_version"] = 4
     with pytest.raises(ModelFileError,
-                       match=r"format version 3, newer than the version 2 .*upgrade") as info:
+                       match=r"format version 4, newer than the version 3 .*upgrade") as info:
         loads(_crafted(small_file, newer))
     assert "corrupted" not in str(info.value)
 

@@ -630,6 +630,15 @@ class BaseDSG(BaseEstimator):
         rs = check_random_state(self.random_state)
         hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
         seed = int((int(hi) << 32) | int(lo))
+        if getattr(fmap, "needs_fit", False):
+            # a map fitted on data (Nystrom's landmarks): once, for the whole
+            # budget, so that every block the model will have is defined now
+            blocks = self._budget_blocks()
+            if blocks is None:
+                raise ValueError(f"kernel {_map_name(fmap)!r} chooses its features from the "
+                                 f"training rows and needs a finite feature budget: set "
+                                 f"max_blocks or n_components")
+            fmap.fit(X, seed, blocks)
         dt = self._model_dtype()
         state = {
             "loss_": loss, "feature_map_": fmap, "gamma_": gamma, "seed_": seed,

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from libc.stdint cimport uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap
 from onlinekernel import _random
+from onlinekernel._params import params_eq
 
 # Landmark rules (the ``sampling`` parameter).
 SAMPLINGS = ("uniform", "kmeans++", "leverage")
@@ -490,6 +491,12 @@ cdef class Nystrom(CyFeatureMap):
         return {"n_components": self.n_components, "gamma": self.gamma,
                 "base_kernel": self.base_kernel, "base_params": self.base_params,
                 "sampling": self.sampling, "jitter": self.jitter}
+
+    def __eq__(self, other):
+        # the parameters and the width, as for every map (the fitted state is
+        # data, not configuration: model files rebuild the map from its name
+        # and parameters, then give it the stored landmarks)
+        return params_eq(self, other) and self.n_features_in == other.n_features_in
 
     def __hash__(self):
         params = self.get_params()

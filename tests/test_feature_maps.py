@@ -62,6 +62,21 @@ def _config_id(cfg):
 
 
 CONFIGS = _configs()
+# Maps fitted on data (nystrom): their blocks are defined once fit(X, seed,
+# n_blocks) has chosen landmarks among rows of X; the checks below fit them
+# first, on rows drawn like the points they are evaluated on.
+FITTED = {name for name in REGISTERED if getattr(_registered_map(name), "needs_fit", False)}
+
+
+def _fit_if_needed(fmap, n_blocks=16, seed=5, n_rows=None):
+    """``fmap`` fitted on fixed rows of its width when it is fitted on data."""
+    if getattr(fmap, "needs_fit", False):
+        M = n_blocks * fmap.n_components
+        rows = _points(np.random.default_rng(3), n_rows or max(600, 2 * M),
+                       fmap.n_features_in, False)
+        fmap.fit(rows, seed, n_blocks)
+    return fmap
+
 # the kernel may depend on the parameters (iln's sigmoid units have none)
 KERNEL_CONFIGS = [c for c in CONFIGS if hasattr(_registered_map(c[0], **c[1]), "kernel")]
 
@@ -105,6 +120,32 @@ POINTS = {"poly_sketch": (16, True)}
 BLOCK_SIZE = {("arccos", (("order", 2),)): 2 ** 14}
 
 
+def _fitted_approximation_errors(name, params, n_draws=4):
+    """The same two errors for a map fitted on data: M = F landmarks against M = 16 F.
+
+    A fitted map's blocks are not independent estimates to average: block j
+    refines blocks 0..j-1 (Nystrom), so the estimate with 16 F features is
+    the map fitted for 16 blocks, all of them used.  Each error is the mean
+    over ``n_draws`` seeds of the max error on 30 points, the landmarks
+    (32 against 512) chosen among 2000 rows drawn from the same distribution.
+    """
+    d, cone = POINTS.get(name, (5, False))
+    F = 32
+    X = _points(np.random.default_rng(0), 30, d, cone)
+    rows = _points(np.random.default_rng(1), 2000, d, cone)
+    out = []
+    for n_blocks in (1, 16):
+        errors = []
+        for seed in range(n_draws):
+            fmap = as_cy_feature_map(_registered_map(name, n_components=F, **params)).bind(d)
+            fmap.fit(rows, seed, n_blocks)
+            K = np.asarray(fmap.kernel(X, X))
+            Z = np.hstack([fmap.transform_block(seed, j, X) for j in range(n_blocks)])
+            errors.append(np.abs(Z @ Z.T / Z.shape[1] - K).max() / np.abs(K).max())
+        out.append(np.mean(errors))
+    return tuple(out)
+
+
 def _approximation_errors(name, params, n_groups=4):
     """Scaled max errors of the block estimates and of 16-block averages.
 
@@ -130,7 +171,8 @@ def _approximation_errors(name, params, n_groups=4):
 @pytest.mark.parametrize("cfg", KERNEL_CONFIGS, ids=_config_id)
 def test_kernel_approximation_converges(cfg):
     name, params = cfg
-    small, large = _approximation_errors(name, params)
+    small, large = (_fitted_approximation_errors if name in FITTED
+                    else _approximation_errors)(name, params)
     assert large < 0.02, f"max error with 16 blocks {large:.4f} (one block: {small:.4f})"
     assert small >= 3.0 * large, f"error ratio {small / large:.2f} (< 3): {small:.4f} vs {large:.4f}"
 
@@ -555,10 +597,43 @@ def test_golden_vectors(key):
                                golden["features"], rtol=1e-12, atol=1e-14)
 
 
+# Maps fitted on data: the rows (of 200 stable normal draws) chosen as landmarks
+# with seed 12345, 2 blocks of 4, and block 1's features of GOLDEN_X[0].  The
+# choice is the package's streams only (bit for bit); the features go through
+# LAPACK's Cholesky, pinned to rounding.
+FITTED_GOLDEN = {
+    ("nystrom", (("sampling", "uniform"),)): (
+        [31, 2, 97, 161, 34, 12, 41, 159],
+        (1.2682003164589974, -0.2064177694141414, -0.050278120361675255,
+         -0.09183950957054712)),
+    ("nystrom", (("sampling", "kmeans++"),)): (
+        [31, 23, 12, 159, 56, 111, 9, 41],
+        (1.4029313438680333, -0.049235589729136886, -0.026916217896830293,
+         -0.3625814119151338)),
+    ("nystrom", (("sampling", "leverage"),)): (
+        [179, 195, 65, 111, 99, 158, 102, 68],
+        (0.7441388919310983, -0.15428254726910942, 0.04015547594615695,
+         -0.1486134667732261)),
+}
+
+
+@pytest.mark.parametrize("key", list(FITTED_GOLDEN), ids=lambda k: _config_id((k[0], dict(k[1]))))
+def test_golden_landmarks_of_maps_fitted_on_data(key):
+    name, params = key
+    data = np.asarray(_random.normal(1, 0, 0, 1000)).reshape(200, 5)
+    fmap = get_feature_map(name, n_components=4, gamma=0.2, **dict(params)).bind(5)
+    fmap.fit(data, 12345, 2)
+    rows, features = FITTED_GOLDEN[key]
+    assert np.array_equal(fmap.fitted_arrays()["landmarks"], data[rows])
+    np.testing.assert_allclose(fmap.transform_block(12345, 1, GOLDEN_X)[0], features,
+                               rtol=1e-9, atol=1e-12)
+
+
 def test_golden_vectors_cover_every_builtin_map():
     builtin = {n for n, info in onlinekernel.available_feature_maps().items()
                if info["distribution"] == "onlinekernel"}
-    assert builtin <= {name for name, _ in GOLDEN}
+    # maps fitted on data pin their seeded choice of landmarks instead
+    assert builtin <= {name for name, _ in GOLDEN} | {name for name, _ in FITTED_GOLDEN}
 
 
 # --------------------------------------------------------------------------
@@ -566,7 +641,8 @@ def test_golden_vectors_cover_every_builtin_map():
 # --------------------------------------------------------------------------
 
 def _small(name, params, d=4):
-    return as_cy_feature_map(_registered_map(name, n_components=16, **params)).bind(d)
+    return _fit_if_needed(as_cy_feature_map(_registered_map(name, n_components=16,
+                                                            **params)).bind(d))
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
@@ -582,6 +658,15 @@ def test_blocks_regenerate_alone_in_any_order(cfg):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_config_id)
 def test_blocks_and_seeds_differ(cfg):
     fmap = _small(*cfg)
+    if cfg[0] in FITTED:
+        # the seed acts when the landmarks are chosen; blocks differ by them
+        X = np.random.default_rng(0).normal(size=(3, 4))
+        other = _fit_if_needed(as_cy_feature_map(_registered_map(
+            cfg[0], n_components=16, **cfg[1])).bind(4), seed=6)
+        assert not np.array_equal(other.fitted_arrays()["landmarks"],
+                                  fmap.fitted_arrays()["landmarks"])
+        assert not np.array_equal(fmap.transform_block(5, 1, X), fmap.transform_block(5, 0, X))
+        return
     base = fmap.generate_block(5, 0)
     for seed, block in [(5, 1), (6, 0), (5, 2 ** 32), (5 + 2 ** 32, 0), (2 ** 64 - 1, 2 ** 64 - 1)]:
         assert not np.array_equal(fmap.generate_block(seed, block), base), (seed, block)
@@ -594,8 +679,11 @@ def test_batch_equals_row_by_row(cfg):
     Z = fmap.transform_block(9, 2, X)
     assert Z.shape == (37, 16) and np.isfinite(Z).all()
     rows = np.vstack([fmap.transform_block(9, 2, X[i:i + 1]) for i in range(len(X))])
-    # BLAS may sum a 1-row product in another order: agree to rounding
-    np.testing.assert_allclose(Z, rows, rtol=1e-13, atol=1e-13)
+    # BLAS may sum a 1-row product in another order: agree to rounding; a
+    # Nystrom map's L^{-1} multiplies the rounding of its kernel values by up
+    # to 1 / sqrt(jitter) = 1e4
+    tol = 1e-9 if cfg[0] in FITTED else 1e-13
+    np.testing.assert_allclose(Z, rows, rtol=tol, atol=tol)
     assert fmap.transform_block(9, 2, X[:0]).shape == (0, 16)
 
 
@@ -637,6 +725,7 @@ def test_float32_features_agree_with_float64(cfg):
     # the same block's parameters rounded to float, the features to single
     # precision: a float32 model sees the kernel its float64 twin sees
     fmap = as_cy_feature_map(_registered_map(cfg[0], n_components=256, **cfg[1])).bind(4)
+    fmap = _fit_if_needed(fmap, n_blocks=4)
     X = np.random.default_rng(6).normal(scale=0.5, size=(20, 4))
     for block in range(4):
         Z64 = fmap.transform_block(4, block, X)

@@ -35,6 +35,31 @@ def _dense(X, rows=None):
     return np.ascontiguousarray(X, dtype=np.float64)
 
 
+class _Whitening:
+    """``Phi = B T`` for :meth:`Nystrom.linear_factor`: ``B = k(X, C)``, ``T = scale [L^{-T} | 0]``."""
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, fmap, C, L, scale, M):
+        self.fmap, self.C, self.L, self.scale, self.M = fmap, C, L, scale, M
+        self.width = C.shape[0]
+
+    def base(self, X, dtype):
+        return self.fmap.kernel(X, self.C)
+
+    def apply(self, coef):
+        """``T coef``: ``(m, K)`` from ``(M, K)``."""
+        coef = np.asarray(coef, dtype=np.float64)
+        return self.scale * scipy.linalg.solve_triangular(
+            self.L, coef[:self.width], lower=True, trans="T", check_finite=False)
+
+    def apply_transposed(self, G):
+        """``T^T G``: ``(M, K)`` from ``(m, K)``."""
+        out = np.zeros((self.M, G.shape[1]))
+        out[:self.width] = self.scale * scipy.linalg.solve_triangular(
+            self.L, np.asarray(G, dtype=np.float64), lower=True, check_finite=False)
+        return out
+
+
 cdef class Nystrom(CyFeatureMap):
     r"""Nystrom features of any registered kernel, with landmarks chosen from data.
 
@@ -374,6 +399,36 @@ cdef class Nystrom(CyFeatureMap):
             W = np.ascontiguousarray(T[:e, j * F:e])
             blocks.append(W)
         return blocks
+
+    def linear_factor(self, uint64_t seed, Py_ssize_t n_blocks):
+        """The first ``n_blocks`` blocks as ``Phi = B T``: FALKON's arrangement for the batch solvers.
+
+        ``B = k(X, C)`` at the landmarks of those blocks and ``T = sqrt(M)
+        L^{-T}`` (upper triangular; zero columns for features past the
+        landmarks), so :class:`onlinekernel.solvers.FeatureOperator`
+        multiplies by ``B`` and applies ``T`` by triangular solves on the
+        coefficient side: ``O(n m + m^2 K)`` a product instead of forming
+        the whitened features at ``O(n m^2)``.  ``B`` is kept in float64:
+        ``L^{-1}`` amplifies the rounding of kernel values.  ``None`` before
+        :meth:`fit` (the seed was used there).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from onlinekernel import get_feature_map
+        >>> X = np.random.default_rng(0).normal(size=(50, 2))
+        >>> fmap = get_feature_map("nystrom", n_components=8, gamma=0.5).bind(2).fit(X, 0, 2)
+        >>> f = fmap.linear_factor(0, 2)
+        >>> Phi = np.hstack([fmap.transform_block(0, j, X) for j in range(2)])
+        >>> bool(np.allclose(f.base(X, np.float64) @ f.apply(np.eye(16)), Phi))
+        True
+        """
+        if self._landmarks is None or n_blocks > self.n_blocks_:
+            return None
+        cdef Py_ssize_t M = n_blocks * self.n_components
+        cdef Py_ssize_t e = min(M, self._landmarks.shape[0])
+        return _Whitening(self, self._landmarks[:e], self._factor[:e, :e],
+                          math.sqrt(self.n_blocks_ * self.n_components), M)
 
     # ------------------------------------------------------------------ #
     # the fitted state, for pickles and model files

@@ -295,14 +295,15 @@ def _multiclass(X):
 _VR_CASES = {"squared": (_sine, 1), "logistic": (_xor, 1), "multinomial": (_multiclass, 3)}
 
 
+@pytest.mark.parametrize("centred", [True, False])
 @pytest.mark.parametrize("method", ["svrg", "sarah"])
 @pytest.mark.parametrize("loss", list(_VR_CASES))
-def test_variance_reduced_solvers_reach_tol_and_the_optimum(method, loss):
+def test_variance_reduced_solvers_reach_tol_and_the_optimum(method, loss, centred):
     from onlinekernel.solvers import solve_sarah, solve_svrg
     target, K = _VR_CASES[loss]
     p, _, _ = _problem(loss, target, n=1000, d=2, alpha=1e-3, K=K)
     solve = {"svrg": solve_svrg, "sarah": solve_sarah}[method]
-    sol = solve(p, tol=1e-6, batch_size=16)
+    sol = solve(p, tol=1e-6, batch_size=16, centred=centred)
     assert sol.converged and sol.gradient_norm <= 1e-6 and sol.n_iter < 1000
     ref = solve_newton_cg(p, tol=1e-10)
     assert sol.objective >= ref.objective * (1 - 1e-12)
@@ -310,6 +311,45 @@ def test_variance_reduced_solvers_reach_tol_and_the_optimum(method, loss):
     # the same model as the reference (strongly convex: close in objective, close in f)
     np.testing.assert_allclose(p.raw(sol.coef, sol.intercept), p.raw(ref.coef, ref.intercept),
                                atol=2e-3)
+
+
+def test_variance_reduced_coordinates():
+    from onlinekernel.solvers.variance_reduced import coordinates, solve_svrg
+    p, _, _ = _problem("logistic", _xor, alpha=1e-3)
+    Phi = _explicit(p)
+    mean, s = coordinates(p, rng=0)
+    np.testing.assert_allclose(mean, Phi.mean(axis=0), rtol=1e-12, atol=1e-12)
+    # all 300 rows fit in the sample: s^2 is the covariance's top eigenvalue, from below
+    top = np.linalg.eigvalsh(np.cov(Phi, rowvar=False, bias=True))[-1]
+    assert top * (1 - 1e-3) <= s ** 2 <= top * (1 + 1e-12)
+    # without an intercept the mean cannot be absorbed: the plain coordinates
+    q, _, _ = _problem("logistic", _xor, alpha=1e-3, fit_intercept=False)
+    mean, s = coordinates(q)
+    assert s == 1.0 and not mean.any()
+    a = solve_svrg(q, tol=1e-6)
+    b = solve_svrg(q, tol=1e-6, centred=False)
+    assert a.converged and a.n_iter == b.n_iter and np.array_equal(a.coef, b.coef)
+    assert not a.intercept.any()
+    assert a.objective == pytest.approx(solve_newton_cg(q, tol=1e-10).objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["svrg", "sarah"])
+def test_variance_reduced_passes_count_the_set_up(method):
+    from onlinekernel.solvers import BATCH_SOLVERS
+    p, _, _ = _problem("logistic", _xor, alpha=1e-3)
+    passes = {}
+    for centred in (True, False):
+        seen = []
+        BATCH_SOLVERS[method][0](p, tol=1e-6, max_iter=2, centred=centred,
+                                 callback=lambda n, passes, **_: seen.append(passes))
+        passes[centred] = seen
+    # 300 rows, all in the power iterations' sample (20 products each way, per iteration):
+    # plain: full gradient, row norms, one power iteration; centred: also the mean row and s's
+    plain_setup = 1 + 1 + 40
+    inner = 2 * (19 if method == "svrg" else 18) * 16 / 300
+    assert passes[False][0] == pytest.approx(plain_setup + inner + 1)
+    assert passes[True][0] == pytest.approx(plain_setup + 1 + 40 + inner + 1)
+    assert passes[True][1] - passes[True][0] == pytest.approx(inner + 1)
 
 
 @pytest.mark.parametrize("method", ["svrg", "sarah"])

@@ -29,12 +29,20 @@ def test_quick_run_writes_results(bench, tmp_path):
     assert losses == {"ijcnn1": "logistic", "cadata": "squared", "letter": "multinomial"}
     for res in saved["datasets"].values():
         assert res["model_check_max_abs"] < 1e-6  # the problem is the estimator's
-        assert set(res["curves"]) == {"sgd", "svrg", "sarah"}
+        methods = {"sgd", "svrg", "sarah", "svrg-plain", "sarah-plain"}
+        assert set(res["curves"]) == methods
         assert len(res["curves"]["sgd"]) == 6  # the start and 5 epochs
         for curve in res["curves"].values():
             assert all(pt["gap"] >= -1e-9 for pt in curve)
             assert all(a["passes"] < b["passes"] for a, b in zip(curve, curve[1:]))
-        assert set(res["passes_to_tol"]) == {"sgd", "svrg", "sarah"}
+        assert set(res["passes_to_tol"]) == methods
         assert res["newton_cg"]["passes_to_tol"] > 0
     assert len(saved["targets"]) == 6
     assert (tmp_path / "out" / "variance_reduced_quick.png").stat().st_size > 0
+
+
+def test_fewer_passes_needs_tol_within_sgds_budget(bench):
+    assert bench._fewer_passes(20.0, 30.0, 60.0) and not bench._fewer_passes(40.0, 30.0, 60.0)
+    assert bench._fewer_passes(20.0, None, 60.0)  # SGD not within its 60 passes
+    assert not bench._fewer_passes(90.0, None, 60.0)  # later than SGD was ever run
+    assert not bench._fewer_passes(None, None, 60.0)

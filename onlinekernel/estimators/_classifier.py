@@ -148,7 +148,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         piecewise-linear ones (hinge, quantile, epsilon-insensitive), and
         ``"svrg"`` and ``"sarah"``, variance-reduced stochastic gradients
         on mini-batches of rows, for smooth and squared losses (an
-        iteration is an epoch: one full gradient and ``n / 64`` inner
+        iteration is an epoch: one full gradient and ``n / 16`` inner
         steps; :mod:`onlinekernel.solvers.variance_reduced`).
         ``"auto"`` picks the batch solver for the loss when it fits in
         ``max_memory``, else ``"sgd"``.  The batch solvers ignore the step

@@ -20,7 +20,8 @@
   - ``"svrg"`` and ``"sarah"``: ``"smooth"`` and quadratic losses, by
     variance-reduced stochastic gradients on mini-batches of rows (epochs
     of one full gradient and ``n / batch`` inner steps, the step from the
-    loss's curvature bound; :mod:`.variance_reduced`); ``n M`` memory, or
+    loss's curvature bound, in centred coordinates when the intercept is
+    fitted; :mod:`.variance_reduced`); ``n M`` memory, or
     the rows regenerated; chosen by name only (``"auto"`` keeps
     ``"newton-cg"`` for these losses).
   - ``"wrks"``: weighted random kitchen sinks (Rahimi & Recht 2008), the

@@ -19,7 +19,7 @@ block_size`` of them, the model's seed) and the regularised risk of
   coordinates, 16 rows per step), reporting after every epoch;
 * for context, ``svrg-plain`` and ``sarah-plain``: the same in the plain
   coordinates (``centred=False``, the solvers before issue 15's step
-  rule was revisited), within SGD's budget of passes.
+  rule was revisited), for a third of SGD's epochs (about its passes).
 
 For context, ``newton-cg``'s passes to ``tol`` are recorded too (products
 with the whole feature matrix, two per pass).  Passes count row gradients

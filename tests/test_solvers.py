@@ -334,6 +334,21 @@ def test_variance_reduced_coordinates():
 
 
 @pytest.mark.parametrize("method", ["svrg", "sarah"])
+@pytest.mark.parametrize("loss", list(_VR_CASES))
+def test_variance_reduced_centred_coordinates_need_fewer_epochs(method, loss):
+    # the reason for the centred coordinates (the module docstring): the features' mean
+    # caps the plain step and the unpenalised intercept converges slowly; measured here
+    # 11-33 centred epochs against 117 to over 200 plain ones
+    from onlinekernel.solvers import BATCH_SOLVERS
+    solve = BATCH_SOLVERS[method][0]
+    target, K = _VR_CASES[loss]
+    p, _, _ = _problem(loss, target, n=1000, d=2, alpha=1e-3, K=K)
+    centred = solve(p, tol=1e-6)
+    assert centred.converged
+    assert not solve(p, tol=1e-6, max_iter=3 * centred.n_iter, centred=False).converged
+
+
+@pytest.mark.parametrize("method", ["svrg", "sarah"])
 def test_variance_reduced_passes_count_the_set_up(method):
     from onlinekernel.solvers import BATCH_SOLVERS
     p, _, _ = _problem("logistic", _xor, alpha=1e-3)

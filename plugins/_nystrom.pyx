@@ -394,7 +394,7 @@ cdef class Nystrom(CyFeatureMap):
         T = scipy.linalg.solve_triangular(L, np.eye(m), lower=True, check_finite=False).T
         T *= math.sqrt(M)
         blocks = []
-        for j in range(-(-m // F)):
+        for j in range((m + F - 1) // F):  # C division (cdivision): no -(-m // F)
             e = min(m, (j + 1) * F)
             W = np.ascontiguousarray(T[:e, j * F:e])
             blocks.append(W)
@@ -508,10 +508,19 @@ cdef class Nystrom(CyFeatureMap):
                                      "or a kernel overflow)")
         return out
 
-    cdef void _fail(self, exc) noexcept:
-        if self.pending is None:
-            self.pending = exc
-        self.failed = 1
+    def _into(self, double block, x, out):
+        """Write the block's features of rows ``x`` into ``out`` (any float dtype).
+
+        An exception is kept as the pending error (raised when the solver
+        call returns) and ``out`` is NaN.
+        """
+        try:
+            out[:, :] = self._features(block, np.asarray(x, dtype=np.float64))
+        except BaseException as exc:
+            if self.pending is None:
+                self.pending = exc
+            self.failed = 1
+            out[:, :] = np.nan
 
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
@@ -519,28 +528,21 @@ cdef class Nystrom(CyFeatureMap):
         if n == 0:
             return
         with gil:
-            try:
-                x = np.asarray(<const double[:n, :ldx]> X)[:, :d]
-                (<double[:n, :F]> out)[:, :] = self._features(params[0], x)
-            except BaseException as exc:
-                self._fail(exc)
-                (<double[:n, :F]> out)[:, :] = np.nan
+            self._into(params[0], np.asarray(<const double[:n, :ldx]> X)[:, :d],
+                       np.asarray(<double[:n, :F]> out))
 
     cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
                             Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        # the kernel values and the whitening in double precision: L^{-1} of
-        # a kernel matrix amplifies the rounding of its inputs, which single
-        # precision kernel values would make visible; the features are rounded
+        # the kernel values and the whitening in double precision (_into
+        # widens the rows): L^{-1} of a kernel matrix amplifies the rounding
+        # of its inputs, which single-precision kernel values would make
+        # visible; only the features are rounded
         cdef Py_ssize_t F = self.n_components, d = self.n_features_in
         if n == 0:
             return
         with gil:
-            try:
-                x = np.asarray(<const float[:n, :ldx]> X)[:, :d].astype(np.float64)
-                (<float[:n, :F]> out)[:, :] = self._features(params[0], x).astype(np.float32)
-            except BaseException as exc:
-                self._fail(exc)
-                (<float[:n, :F]> out)[:, :] = np.nan
+            self._into(params[0], np.asarray(<const float[:n, :ldx]> X)[:, :d],
+                       np.asarray(<float[:n, :F]> out))
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma,

@@ -1,0 +1,246 @@
+"""The ``nystrom`` map through the estimators: fitting, persistence, errors.
+
+The map's properties shared with every registered map (kernel convergence,
+golden landmark choices, float32/float64, pickling) are checked in
+``test_feature_maps.py``; here is what is particular to a map fitted on
+data: landmarks chosen at the first fit and kept by partial_fit, stored in
+pickles and model files (format version 3), the base kernels, scikit-learn's
+checks and the errors.
+"""
+import json
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import onlinekernel
+from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map
+from onlinekernel.modelfile import ModelFileError, dumps, loads, read_header
+
+SMALL = dict(kernel="nystrom", n_components=64, block_size=32, random_state=0)
+
+
+def _data(n=300, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2]
+
+
+def test_landmarks_are_training_rows_chosen_at_fit_and_kept_by_partial_fit():
+    X, y = _data()
+    reg = DSGRegressor(**SMALL).fit(X, y)
+    C = reg.feature_map_.landmarks_
+    assert C.shape == (64, 3)
+    assert all((X == c).all(1).any() for c in C)  # every landmark is a row of X
+    # fit refits: other rows, other landmarks; the same rows, the same ones
+    X2, y2 = _data(seed=1)
+    assert not np.array_equal(DSGRegressor(**SMALL).fit(X2, y2).feature_map_.landmarks_, C)
+    assert np.array_equal(DSGRegressor(**SMALL).fit(X, y).feature_map_.landmarks_, C)
+    # partial_fit chooses them on its first batch and keeps them
+    inc = DSGRegressor(**SMALL)
+    inc.partial_fit(X[:100], y[:100])
+    first = inc.feature_map_.landmarks_.copy()
+    assert all((X[:100] == c).all(1).any() for c in first)
+    inc.partial_fit(X[100:], y[100:])
+    assert np.array_equal(inc.feature_map_.landmarks_, first)
+
+
+def test_gamma_scale_reaches_the_base_kernel():
+    X, y = _data()
+    reg = DSGRegressor(gamma="scale", **SMALL).fit(X, y)
+    assert reg.feature_map_.gamma == pytest.approx(reg.gamma_)
+    expected = np.exp(-reg.gamma_ * ((X[:2, None] - X[None, :2]) ** 2).sum(-1))
+    np.testing.assert_allclose(reg.feature_map_.kernel(X[:2], X[:2]), expected, rtol=1e-12)
+
+
+def test_nystrom_beats_rff_when_the_function_is_smooth():
+    # a smooth target on 2-d inputs: the kernel matrix's spectrum decays fast,
+    # which is where 64 landmarks beat 64 random frequencies
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(2000, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1])
+    Xt = rng.uniform(-2, 2, size=(1000, 2))
+    yt = np.sin(Xt[:, 0]) * np.cos(Xt[:, 1])
+    params = dict(n_components=64, block_size=32, gamma=0.5, alpha=1e-6, solver="cholesky",
+                  random_state=0)
+    nys = DSGRegressor(kernel="nystrom", **params).fit(X, y)
+    rff = DSGRegressor(kernel="gaussian", **params).fit(X, y)
+    err = [np.sqrt(np.mean((m.predict(Xt) - yt) ** 2)) for m in (nys, rff)]
+    assert err[0] < 0.5 * err[1], err
+
+
+@pytest.mark.parametrize("base, params", [("laplacian", {}), ("matern", {"nu": 2.5}),
+                                          ("arccos", {"order": 1}),
+                                          ("poly_sketch", {"degree": 2})])
+def test_any_registered_kernel_is_a_base(base, params):
+    X, y = _data(d=4)
+    fmap = get_feature_map("nystrom", n_components=32, gamma=0.3, base_kernel=base,
+                           base_params=params).bind(4).fit(X, 0, 4)
+    exact = get_feature_map(base, **({"gamma": 0.3} if base != "arccos" else {}), **params)
+    np.testing.assert_allclose(fmap.kernel(X[:5], X[:7]), exact.bind(4).kernel(X[:5], X[:7]))
+    # exact at the landmarks, whatever the kernel
+    C = fmap.landmarks_[:6]
+    Z = np.hstack([fmap.transform_block(0, j, C) for j in range(4)])
+    K = fmap.kernel(C, C)
+    assert np.abs(Z @ Z.T / Z.shape[1] - K).max() < 1e-5 * np.abs(K).max()
+    reg = DSGRegressor(kernel="nystrom", n_components=128, block_size=32,
+                       kernel_params={"base_kernel": base, "base_params": params},
+                       random_state=0).fit(X, y)
+    assert reg.score(X, y) > 0.5
+
+
+def test_pickle_and_model_file_round_trips_are_exact(tmp_path):
+    X, y = _data()
+    for model in (DSGRegressor(**SMALL).fit(X, y),
+                  DSGClassifier(dtype="float32", kernel_params={"sampling": "kmeans++"},
+                                **SMALL).fit(X, y > 0)):
+        again = pickle.loads(pickle.dumps(model))
+        assert np.array_equal(again.decision_function(X) if hasattr(again, "classes_")
+                              else again.predict(X),
+                              model.decision_function(X) if hasattr(model, "classes_")
+                              else model.predict(X))
+        path = tmp_path / "nystrom.okm"
+        model.save(path)
+        header = read_header(path)
+        assert header["format_version"] == 3
+        assert set(header["feature_map"]["fitted"]) == {"landmarks", "factor", "n_blocks"}
+        assert header["arrays"]["feature_map.landmarks"]["shape"] == [64, 3]
+        loaded = onlinekernel.load(path)
+        assert np.array_equal(loaded.feature_map_.landmarks_, model.feature_map_.landmarks_)
+        assert np.array_equal(loaded.predict(X), model.predict(X))
+        # and it trains on as the saved model does
+        loaded.partial_fit(X[:50], y[:50] if not hasattr(model, "classes_") else y[:50] > 0)
+        model.partial_fit(X[:50], y[:50] if not hasattr(model, "classes_") else y[:50] > 0)
+        assert np.array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_random_feature_models_stay_format_version_2(tmp_path):
+    X, y = _data()
+    model = DSGRegressor(kernel="gaussian", n_components=64, block_size=32).fit(X, y)
+    header = json.loads(dumps(model)[24:24 + int.from_bytes(dumps(model)[12:16], "little")])
+    assert header["format_version"] == 2 and "fitted" not in header["feature_map"]
+
+
+def _edited(data, edit):
+    from onlinekernel import modelfile
+    hlen = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[24:24 + hlen])
+    edit(header)
+    return modelfile._pack(header, data[24 + hlen:-32])
+
+
+def test_a_model_file_without_the_fitted_state_is_refused():
+    X, y = _data()
+    data = dumps(DSGRegressor(**SMALL).fit(X, y))
+
+    def drop(h):
+        del h["feature_map"]["fitted"]
+    with pytest.raises(ModelFileError, match="belong to no fitted feature map"):
+        loads(_edited(data, drop))
+
+    def drop_all(h):
+        del h["feature_map"]["fitted"]
+        for k in [k for k in h["arrays"] if k.startswith("feature_map.")]:
+            del h["arrays"][k]
+    with pytest.raises(ModelFileError, match="holds none of its fitted state"):
+        loads(_edited(data, drop_all))
+
+    def as_version_2(h):
+        h["format_version"] = 2
+    with pytest.raises(ModelFileError, match="unknown"):
+        loads(_edited(data, as_version_2))
+
+
+def test_sparse_rows_give_the_dense_model():
+    X, y = _data()
+    dense = DSGRegressor(**SMALL).fit(X, y)
+    sparse = DSGRegressor(**SMALL).fit(sp.csr_matrix(X), y)
+    assert np.array_equal(sparse.feature_map_.landmarks_, dense.feature_map_.landmarks_)
+    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), dense.predict(X),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_clone_and_grid_search():
+    X, y = _data()
+    reg = DSGRegressor(**SMALL)
+    assert clone(reg).get_params() == reg.get_params()
+    search = GridSearchCV(reg, {"alpha": [1e-6, 1e-3],
+                                "kernel_params": [{"sampling": "uniform"},
+                                                  {"sampling": "leverage"}]}, cv=3).fit(X, y)
+    assert search.best_estimator_.feature_map_.n_blocks_ == 2
+
+
+def test_errors_name_the_problem_and_leave_the_map_unfitted():
+    X, _ = _data()
+    fmap = get_feature_map("nystrom", n_components=8).bind(3)
+    with pytest.raises(ValueError, match="not fitted"):
+        fmap.transform_block(0, 0, X)
+    with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
+        fmap.fit(X[:, :2], 0, 1)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fmap.fit(bad, 0, 1)
+    assert fmap.fitted_arrays() == {}
+    fmap.fit(X, 0, 2)
+    with pytest.raises(ValueError, match="past the 2 blocks"):
+        fmap.transform_block(0, 2, X)
+    with pytest.raises(ValueError, match="shape"):
+        fmap.transform_block(0, 0, X[:, :2])
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        fmap.transform_block(0, 0, bad)
+    for kwargs, word in [({"sampling": "random"}, "sampling"), ({"gamma": -1.0}, "gamma"),
+                         ({"base_kernel": "nystrom"}, "itself"),
+                         ({"base_kernel": "nope"}, "unknown"), ({"jitter": 1.0}, "jitter"),
+                         ({"base_kernel": "iln", "base_params": {"activation": "sigmoid"}},
+                          "no exact kernel")]:
+        with pytest.raises(ValueError, match=word):
+            get_feature_map("nystrom", **kwargs)
+    arrays = fmap.fitted_arrays()
+    with pytest.raises(ValueError, match="lower triangular"):
+        fmap.set_fitted_arrays(dict(arrays, factor=arrays["factor"].T.copy()))
+    with pytest.raises(ValueError, match="landmarks must have shape"):
+        fmap.set_fitted_arrays(dict(arrays, landmarks=arrays["landmarks"][:, :2]))
+
+
+def test_estimator_errors_leave_the_model_unchanged():
+    X, y = _data()
+    with pytest.raises(ValueError, match="finite feature budget"):
+        DSGRegressor(kernel="nystrom", max_blocks=None, solver="sgd").fit(X, y)
+    reg = DSGRegressor(**SMALL).fit(X, y)
+    before = reg.predict(X)
+    with pytest.raises(ValueError, match="features"):
+        reg.predict(X[:, :2])
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        reg.partial_fit(bad, y)
+    assert np.array_equal(reg.predict(X), before)
+
+
+def test_fewer_rows_than_landmarks_use_every_row_and_warn():
+    X, y = _data(n=40)
+    with pytest.warns(UserWarning, match="40 rows for 64 landmarks"):
+        reg = DSGRegressor(**SMALL).fit(X, y)
+    fmap = reg.feature_map_
+    assert fmap.landmarks_.shape == (40, 3)
+    Z = fmap.transform_block(reg.seed_, 1, X)
+    assert not Z[:, 8:].any() and Z[:, :8].any()  # features 40..63 are zero
+    assert np.isfinite(reg.predict(X)).all()
+
+
+@parametrize_with_checks([DSGRegressor(kernel="nystrom", n_components=128, block_size=64),
+                          DSGClassifier(kernel="nystrom", n_components=128, block_size=64,
+                                        tol=1e-10)])
+def test_sklearn_estimator_checks(estimator, check, monkeypatch):
+    if getattr(check, "func", check).__name__ == "check_array_api_input":
+        monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # as in test_estimators.py
+    with warnings.catch_warnings():
+        # the checks' tiny datasets have fewer rows than 128 landmarks
+        warnings.filterwarnings("ignore", message="nystrom: .* rows for", category=UserWarning)
+        check(estimator)

@@ -249,9 +249,13 @@ cdef class Nystrom(CyFeatureMap):
     def fit(self, X, uint64_t seed, Py_ssize_t n_blocks):
         """Choose ``n_blocks * n_components`` landmarks among the rows of ``X``.
 
-        The choice is a function of ``X``, ``seed`` and the parameters (the
-        package's counter-based streams of ``(seed, 0)``), the same bits on
-        every machine; the factor :math:`L` is computed by LAPACK.  With
+        The choice is a function of ``X``, ``seed`` and the parameters,
+        drawn from the package's counter-based streams of ``(seed, 0)``:
+        uniform landmarks are the same rows on every machine; k-means++ and
+        leverage scores also weigh the rows by kernel values computed with
+        BLAS, so they reproduce bit for bit on one machine and, but for
+        near-ties, across machines.  The factor :math:`L` is computed by
+        LAPACK.  With
         fewer rows than landmarks every row is a landmark (in a random
         order), the features past them are zero and a warning says so.
 

@@ -76,6 +76,22 @@ def entry_point_plugins(monkeypatch):
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def write_tiny_datasets(path):
+    """``reg.npz`` and ``cls.npz`` in ``path``: 400 + 100 rows of 4 inputs, for smoke tests.
+
+    A regression target ``sin(x0) + x1 x2`` and three classes from two
+    thresholds, in the layout of ``shared/data`` (float32 inputs).
+    """
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    y_reg = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
+    y_cls = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0.5)
+    np.savez_compressed(path / "reg.npz", X_train=X[:400], y_train=y_reg[:400],
+                        X_test=X[400:], y_test=y_reg[400:])
+    np.savez_compressed(path / "cls.npz", X_train=X[:400], y_train=y_cls[:400],
+                        X_test=X[400:], y_test=y_cls[400:])
+
+
 def load_benchmark(script):
     """The module of ``benchmarks/<script>.py``, imported by path.
 

@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from conftest import load_benchmark, write_tiny_datasets
 
 
 @pytest.fixture(scope="module")
@@ -12,14 +12,7 @@ def elm_wrks():
 
 
 def test_quick_run_writes_results(elm_wrks, tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(500, 4)).astype(np.float32)
-    y_reg = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
-    y_cls = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0.5)
-    np.savez_compressed(tmp_path / "reg.npz", X_train=X[:400], y_train=y_reg[:400],
-                        X_test=X[400:], y_test=y_reg[400:])
-    np.savez_compressed(tmp_path / "cls.npz", X_train=X[:400], y_train=y_cls[:400],
-                        X_test=X[400:], y_test=y_cls[400:])
+    write_tiny_datasets(tmp_path)
     elm_wrks.main(["--quick", "--datasets", "reg", "cls", "--n-features", "64",
                    "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
     saved = json.loads((tmp_path / "out" / "elm_wrks_quick.json").read_text())

@@ -47,6 +47,16 @@ cdef class FourierFeatureMap(CyFeatureMap):
     # Random Fourier features sqrt(2) cos(X w^T + b) of a block [W (F x d) | b (F)],
     # or with pairs cos and sin of X w^T for F/2 frequencies (no phase).
     cdef readonly bint pairs
+    # out[i, :m] (leading dimension ldo) = the m frequencies' projections X W^T
+    # of n dense rows.  The base class multiplies by the stored W; structured
+    # maps (SORF, Fastfood) compute the product from a few diagonals and fast
+    # transforms instead, and keep the phases b as the block's last F values.
+    cdef void project(self, const double* params, const double* X, Py_ssize_t n,
+                      Py_ssize_t ldx, Py_ssize_t m, double* out, Py_ssize_t ldo,
+                      double* work) noexcept nogil
+    cdef void project_f32(self, const float* params, const float* X, Py_ssize_t n,
+                          Py_ssize_t ldx, Py_ssize_t m, float* out, Py_ssize_t ldo,
+                          float* work) noexcept nogil
 
 # Rows of an input as the compiled loops see it: dense (row-major, d values a
 # row) or CSR.  Filled from a numpy array or a scipy CSR matrix by rows_of,

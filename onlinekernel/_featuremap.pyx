@@ -276,23 +276,33 @@ cdef class FourierFeatureMap(CyFeatureMap):
             return (self.n_components // 2) * d, 0
         return self.n_components * d + self.n_components, 0
 
+    cdef void project(self, const double* params, const double* X, Py_ssize_t n,
+                      Py_ssize_t ldx, Py_ssize_t m, double* out, Py_ssize_t ldo,
+                      double* work) noexcept nogil:
+        _project(params, m, self.n_features_in, X, ldx, NULL, NULL, n, out, ldo)
+
+    cdef void project_f32(self, const float* params, const float* X, Py_ssize_t n,
+                          Py_ssize_t ldx, Py_ssize_t m, float* out, Py_ssize_t ldo,
+                          float* work) noexcept nogil:
+        _project(params, m, self.n_features_in, X, ldx, NULL, NULL, n, out, ldo)
+
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        _fourier(self, params, X, ldx, NULL, NULL, n, out)
+        _fourier(self, params, X, ldx, NULL, NULL, n, out, work)
 
     cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
                             Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        _fourier(self, params, X, ldx, NULL, NULL, n, out)
+        _fourier(self, params, X, ldx, NULL, NULL, n, out, work)
 
     cdef void transform_csr(self, const double* params, const int64_t* indptr,
                             const int32_t* indices, const double* data, Py_ssize_t n,
                             double* out, double* work) noexcept nogil:
-        _fourier(self, params, data, 0, indptr, indices, n, out)
+        _fourier(self, params, data, 0, indptr, indices, n, out, work)
 
     cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
                                 const int32_t* indices, const float* data, Py_ssize_t n,
                                 float* out, float* work) noexcept nogil:
-        _fourier(self, params, data, 0, indptr, indices, n, out)
+        _fourier(self, params, data, 0, indptr, indices, n, out, work)
 
 
 cdef inline void _project(const real* W, Py_ssize_t m, Py_ssize_t d, const real* X,
@@ -319,20 +329,32 @@ cdef inline void _cos(real* z, Py_ssize_t n, Py_ssize_t m, Py_ssize_t ld, const 
 
 cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py_ssize_t ldx,
                    const int64_t* indptr, const int32_t* indices, Py_ssize_t n,
-                   real* out) noexcept nogil:
-    """The features of n rows (dense, or CSR when indptr is given; X then holds the values)."""
+                   real* out, real* work) noexcept nogil:
+    """The features of n rows (dense, or CSR when indptr is given; X then holds the values).
+
+    The projections come from the map's ``project`` (dense rows) or from the
+    stored frequencies' sparse product (CSR rows; maps without stored
+    frequencies densify instead); the phases are the block's last F values.
+    """
     cdef Py_ssize_t d = fmap.n_features_in, F = fmap.n_components, h = F // 2
+    cdef Py_ssize_t m = h if fmap.pairs else F
+    cdef Py_ssize_t i
+    if indptr != NULL:
+        _project(params, m, d, X, ldx, indptr, indices, n, out, F)
+    elif real is float:
+        fmap.project_f32(params, X, n, ldx, m, out, F, work)
+    else:
+        fmap.project(params, X, n, ldx, m, out, F, work)
     if fmap.pairs:
-        # out[:, :h] = out[:, h:] = X W^T, then cos on the left, sin on the right
-        _project(params, h, d, X, ldx, indptr, indices, n, out, F)
-        _project(params, h, d, X, ldx, indptr, indices, n, out + h, F)
+        # out[:, h:] = out[:, :h] = X W^T, then cos on the left, sin on the right
+        for i in range(n):
+            memcpy(out + i * F + h, out + i * F, h * sizeof(real))
         _cos(out, n, h, F, <const real*>NULL, 0)
         _cos(out + h, n, h, F, <const real*>NULL, 3)
     else:
-        _project(params, F, d, X, ldx, indptr, indices, n, out, F)
         # heavy-tailed frequencies give the odd huge argument; ok_cos_tile then
         # takes its exact scalar path for that tile
-        _cos(out, n, F, F, params + F * d, 0)
+        _cos(out, n, F, F, params + fmap.param_size - F, 0)
 
 
 cdef void _block_rows(CyFeatureMap fmap, real[::1] params, const Rows* R, Py_ssize_t n,

@@ -24,6 +24,22 @@ cdef extern from "src/oklinalg.h" nogil:
                          const int32_t* indices, const float* data, const float* W,
                          float* out, int64_t ldo)
 
+cdef extern from "src/okfwht.h" nogil:
+    void ok_fwht(double* x, int64_t n)
+    void ok_fwht_f32(float* x, int64_t n)
+    void ok_sorf_rows(const double* signs, const double* S, double scale, int64_t p,
+                      int64_t m, const double* X, int64_t n, int64_t ldx, int64_t d,
+                      double* out, int64_t ldo, double* work)
+    void ok_sorf_rows_f32(const float* signs, const float* S, float scale, int64_t p,
+                          int64_t m, const float* X, int64_t n, int64_t ldx, int64_t d,
+                          float* out, int64_t ldo, float* work)
+    void ok_fastfood_rows(const double* B, const double* P, const double* G, const double* S,
+                          int64_t p, int64_t m, const double* X, int64_t n, int64_t ldx,
+                          int64_t d, double* out, int64_t ldo, double* work)
+    void ok_fastfood_rows_f32(const float* B, const float* P, const float* G, const float* S,
+                              int64_t p, int64_t m, const float* X, int64_t n, int64_t ldx,
+                              int64_t d, float* out, int64_t ldo, float* work)
+
 # The precisions of the compiled loops (float32 and float64 models).
 ctypedef fused real:
     float

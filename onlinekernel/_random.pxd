@@ -20,6 +20,10 @@ cdef extern from "src/okcore.h" nogil:
                       int64_t n, uint32_t m, int64_t* out)
     void ok_fill_sign(uint64_t seed, uint64_t block, uint32_t stream,
                       int64_t n, double* out)
+    void ok_fill_permutation(uint64_t seed, uint64_t block, uint32_t stream,
+                             int64_t n, int64_t m, double* out)
+    void ok_fill_chi(uint64_t seed, uint64_t block, uint32_t stream, int64_t n,
+                     double k, double* out)
     double ok_log(double x)
     double ok_cos(double x)
     double ok_sin(double x)

@@ -23,7 +23,7 @@ from libc.stdint cimport uint32_t, uint64_t, int64_t
 cnp.import_array()
 
 __all__ = ["philox4x32", "words", "uniform", "normal", "cauchy", "hashes", "signs",
-           "stable_log", "stable_cos", "stable_sin", "cos_tile"]
+           "permutations", "chi", "stable_log", "stable_cos", "stable_sin", "cos_tile"]
 
 
 def philox4x32(counter, key):
@@ -96,6 +96,54 @@ def signs(uint64_t seed, uint64_t block, uint32_t stream, int64_t n):
     cdef double[::1] v = out
     if n:
         ok_fill_sign(seed, block, stream, n, &v[0])
+    return out
+
+
+def permutations(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, int64_t m):
+    """``n`` random permutations of ``0 .. m-1``, shape ``(n, m)`` (Fisher-Yates).
+
+    Permutation ``p`` reads words ``p m .. p m + m - 1`` of the stream; see
+    ``ok_fill_permutation`` in ``src/okcore.h``.
+
+    Examples
+    --------
+    >>> from onlinekernel._random import permutations
+    >>> p = permutations(seed=1, block=0, stream=2, n=2, m=8)
+    >>> sorted(p[0].tolist()) == list(range(8)) and p.shape
+    (2, 8)
+    """
+    if n < 0 or m < 1:
+        raise ValueError(f"permutations needs n >= 0 and m >= 1, got n={n}, m={m}")
+    out = np.empty(n * m, dtype=np.float64)
+    cdef double[::1] v = out
+    if n:
+        ok_fill_permutation(seed, block, stream, n, m, &v[0])
+    return out.astype(np.int64).reshape(n, m)
+
+
+def chi(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, double k):
+    """``n`` draws from the chi distribution with ``k`` degrees of freedom.
+
+    The norm of a ``k``-dimensional standard normal vector, drawn in O(1)
+    expected work (Marsaglia-Tsang rejection for the Gamma(k/2) variable,
+    see ``ok_fill_chi`` in ``src/okcore.h``); ``k`` is 1 or at least 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel._random import chi
+    >>> r = chi(seed=3, block=0, stream=4, n=20000, k=64)
+    >>> bool(abs(np.mean(r ** 2) - 64) < 0.5)
+    True
+    """
+    if not (k == 1.0 or k >= 2.0) or k != k or k == float("inf"):
+        raise ValueError(f"chi needs k = 1 or a finite k >= 2 degrees of freedom, got {k}")
+    if n < 0:
+        raise ValueError(f"chi needs n >= 0, got {n}")
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] v = out
+    if n:
+        ok_fill_chi(seed, block, stream, n, k, &v[0])
     return out
 
 

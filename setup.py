@@ -36,6 +36,7 @@ MODULES = {
     "onlinekernel_plugins._iln": "plugins/_iln.pyx",
     "onlinekernel_plugins._orf": "plugins/_orf.pyx",
     "onlinekernel_plugins._nystrom": "plugins/_nystrom.pyx",
+    "onlinekernel_plugins._structured": "plugins/_structured.pyx",
 }
 
 if sys.platform == "win32":

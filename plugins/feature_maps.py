@@ -8,10 +8,12 @@ from onlinekernel_plugins._matern import IsotropicCauchy, Matern
 from onlinekernel_plugins._nystrom import Nystrom
 from onlinekernel_plugins._orf import OrthogonalRandomFeatures
 from onlinekernel_plugins._poly_sketch import PolySketch
+from onlinekernel_plugins._structured import Fastfood, StructuredOrthogonalRandomFeatures
 
 
 @hookimpl
 def onlinekernel_register_feature_maps():
     return {cls.name: cls for cls in (Gaussian, Laplacian, Matern, IsotropicCauchy,
-                                      OrthogonalRandomFeatures, ArcCosine, PolySketch,
-                                      InfiniteLayerUnits, Nystrom)}
+                                      OrthogonalRandomFeatures,
+                                      StructuredOrthogonalRandomFeatures, Fastfood, ArcCosine,
+                                      PolySketch, InfiniteLayerUnits, Nystrom)}

@@ -514,6 +514,10 @@ def test_plugins_lists_builtins_with_parameters_and_distribution(capsys):
                      out, re.M)
     assert re.search(r"^  hinge +- +onlinekernel \(builtin_losses\)$", out, re.M)
     assert re.search(r"^  orf +n_components=256, gamma=1\.0, pairs=False +onlinekernel ", out, re.M)
+    assert re.search(r"^  sorf +n_components=256, gamma=1\.0, pairs=False, row_norms='chi' "
+                     r"+onlinekernel ", out, re.M)
+    assert re.search(r"^  fastfood +n_components=256, gamma=1\.0, pairs=False +onlinekernel ",
+                     out, re.M)
     assert re.search(r"^  matern +n_components=256, gamma=1\.0, nu=1\.5 +onlinekernel ", out,
                      re.M)
     assert re.search(r"^  isotropic_cauchy +n_components=256, gamma=1\.0 +onlinekernel ", out,
@@ -523,8 +527,8 @@ def test_plugins_lists_builtins_with_parameters_and_distribution(capsys):
     for name in ("hinge", "squared_hinge", "logistic", "multinomial", "squared", "huber",
                  "epsilon_insensitive", "quantile"):
         assert tables["losses"][name]["distribution"] == "onlinekernel"
-    for name in ("gaussian", "laplacian", "matern", "isotropic_cauchy", "orf", "arccos",
-                 "poly_sketch"):
+    for name in ("gaussian", "laplacian", "matern", "isotropic_cauchy", "orf", "sorf",
+                 "fastfood", "arccos", "poly_sketch"):
         assert tables["feature_maps"][name]["distribution"] == "onlinekernel"
     assert tables["losses"]["huber"]["parameters"] == {"delta": None}
     assert tables["feature_maps"]["poly_sketch"]["parameters"]["degree"] == 3

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from onlinekernel import DSGClassifier, DSGRegressor
 
-MAPS = ["gaussian", "laplacian", "matern", "isotropic_cauchy", "orf", "arccos", "iln",
-        "poly_sketch"]
+MAPS = ["gaussian", "laplacian", "matern", "isotropic_cauchy", "orf", "sorf", "fastfood",
+        "arccos", "iln", "poly_sketch"]
 SMALL = {"max_blocks": 2, "block_size": 16, "gamma": 0.3, "random_state": 0}
 EXTREMES = [1.7e308, -1.7e308, 1e307, 1e200, 1e100, 1e30, 1e-300, 0.0]
 

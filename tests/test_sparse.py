@@ -40,7 +40,8 @@ MAPS = [("gaussian", {}), ("gaussian", {"pairs": True}), ("laplacian", {}),
         ("matern", {"nu": 0.5}), ("matern", {"nu": 1.5}), ("matern", {"nu": 2.5}),
         ("isotropic_cauchy", {}),
         ("arccos", {"order": 0}), ("arccos", {"order": 1}), ("arccos", {"order": 2}),
-        ("iln", {}), ("poly_sketch", {}), ("orf", {}), ("orf", {"pairs": True})]
+        ("iln", {}), ("poly_sketch", {}), ("orf", {}), ("orf", {"pairs": True}),
+        ("sorf", {}), ("fastfood", {"pairs": True})]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -226,6 +226,20 @@ def write_json(path, report):
     return path
 
 
+def write_results(report, output_dir, quick, markdown_text, log):
+    """Finish ``report`` (end-of-run load average) and write its JSON and Markdown.
+
+    The files are ``<benchmark>.json`` and ``.md`` in ``output_dir``
+    (``<benchmark>_quick.*`` with ``quick``); returns their common stem path.
+    """
+    report["load_average_at_end"] = load_average()
+    stem = Path(output_dir) / (report["benchmark"] + ("_quick" if quick else ""))
+    write_json(stem.with_name(stem.name + ".json"), report)
+    stem.with_name(stem.name + ".md").write_text(markdown_text(report) + "\n")
+    log(f"wrote {stem}.json and .md")
+    return stem
+
+
 def load_dataset(name, data_dir=DEFAULT_DATA_DIR, dtype=np.float64):
     """``X_train, y_train, X_test, y_test`` of ``<data_dir>/<name>.npz``.
 

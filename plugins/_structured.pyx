@@ -324,14 +324,19 @@ cdef class Fastfood(HadamardFeatureMap):
     --------
     >>> import numpy as np
     >>> from onlinekernel import get_feature_map
-    >>> fmap = get_feature_map("fastfood", n_components=4096, gamma=0.02).bind(100)
-    >>> fmap.padded, fmap.param_size
-    (128, 20480)
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(2, 100))
+    >>> fmap = get_feature_map("fastfood", n_components=2048, gamma=0.5).bind(3)
+    >>> fmap.padded, fmap.n_chunks, fmap.param_size
+    (4, 512, 10240)
+
+    The kernel matrix of three points, estimated by one block of 2048 features,
+    and in float32 (the same parameters rounded to float):
+
+    >>> X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
     >>> Z = fmap.transform_block(seed=0, block=0, X=X)
-    >>> approx = Z[0] @ Z[1] / Z.shape[1]
-    >>> bool(abs(approx - fmap.kernel(X[:1], X[1:])[0, 0]) < 0.05)
+    >>> bool(np.abs(Z @ Z.T / 2048 - fmap.kernel(X, X)).max() < 0.1)
+    True
+    >>> Z32 = fmap.transform_block(seed=0, block=0, X=X, dtype=np.float32)
+    >>> bool(np.abs(Z32 - Z).max() < 1e-5)
     True
     """
     name = "fastfood"

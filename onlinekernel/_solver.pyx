@@ -30,6 +30,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel._featuremap cimport CyFeatureMap, RowBatch, Rows, new_batch, rows_of, \
     rows_transform
 from onlinekernel._loss cimport CyLoss
+from onlinekernel._loss import PyLossAdapter
 from onlinekernel._linalg cimport real, gemm_rm, gemm_rm_f32
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
@@ -40,9 +41,10 @@ cnp.import_array()
 class _OneBlasThread:
     """Context in which BLAS runs on the calling thread only.
 
-    The solver calls BLAS on tiles of a few hundred rows; a multithreaded
-    BLAS wakes and synchronises its pool for each tile, which measured 20x
-    slower here than one thread whenever the cores are busy.  The BLAS
+    Python feature maps and losses run numpy inside the loops, on tiles of
+    a few hundred rows; a multithreaded BLAS wakes and synchronises its pool
+    for each tile, which measured 20x slower here than one thread whenever
+    the cores are busy.  The BLAS
     thread count is process-wide, so concurrent solver calls share one
     limit: the first to enter sets it, the last to leave restores the
     user's setting (nested per-call limits would restore out of order).
@@ -84,8 +86,29 @@ class _OneBlasThread:
 _one_blas_thread_guard = _OneBlasThread()
 
 
-def _one_blas_thread():
-    """The shared one-BLAS-thread context of the compiled loops."""
+class _NoGuard:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_no_guard = _NoGuard()
+
+
+def _one_blas_thread(CyFeatureMap fmap=None, CyLoss loss=None):
+    """The shared one-BLAS-thread context of the compiled loops.
+
+    Given the loop's feature map (and loss), the guard only where Python code
+    runs inside the loop (a Python map or loss, whose numpy calls may reach
+    BLAS): compiled maps and losses never call BLAS (their products are
+    ``src/oklinalg.h``'s), and the guard's two calls into each BLAS library
+    cost more than a one-row step.
+    """
+    if fmap is not None and fmap.parallel_safe and (loss is None
+                                                    or not isinstance(loss, PyLossAdapter)):
+        return _no_guard
     return _one_blas_thread_guard
 
 cdef extern from "src/okcore.h" nogil:
@@ -365,7 +388,7 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
     cdef real* acc0 = &acc[0, 0] if n else NULL
     cdef const real* C0 = &coef[0, 0] if coef.shape[0] else NULL
     if n and n_blocks:
-        with _one_blas_thread():
+        with _one_blas_thread(fmap):
             with nogil:
                 for j in range(n_blocks):
                     # fetched once, shared by the threads (a regenerated block
@@ -585,7 +608,7 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
     cdef double[:, ::1] G = G_arr
     if reuse is not None:
         reuse.prepare(B, F, K)
-    with _one_blas_thread():
+    with _one_blas_thread(fmap, loss):
         try:
             _train_loop(src, loss, &R, Y, sample_weight, order, B, step_sizes, alpha,
                         max_blocks, fit_intercept, coef, intercept, scale, counters,

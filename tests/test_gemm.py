@@ -102,7 +102,10 @@ def _reference(A, B, C, ta, tb, alpha, beta):
 # with ragged edges of every kernel's tile (4 rows x 8, 16 or 32 columns)
 CASES = [(5, 13, 7, 0, 1, 1.0, 0.0), (9, 3, 17, 0, 0, 1.0, 1.0),
          (6, 37, 33, 1, 0, -0.37, 1.0), (3, 11, 4, 1, 1, 2.5, -0.5), (1, 1, 1, 0, 1, 1.0, 0.0),
-         (4, 33, 0, 0, 1, 1.0, 0.5)]
+         (4, 33, 0, 0, 1, 1.0, 0.5),
+         # fewer rows than a tile (the one-row path: no panel), past 32 columns
+         (1, 77, 19, 0, 1, 1.0, 0.0), (2, 41, 9, 1, 0, 0.5, 1.0), (3, 9, 40, 0, 0, -1.5, 0.25),
+         (1, 3, 0, 1, 1, 1.0, 1.0)]
 
 
 def test_products_give_the_defined_bits_with_every_kernel(tmp_path):

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import operator
 import os
 import sys
 import threading
@@ -270,6 +271,38 @@ def _train_lock(estimator):
         return lock
 
 
+_validated = weakref.WeakKeyDictionary()
+_param_names = {}
+_param_getters = {}
+_PLAIN = (str, int, float, bool, type(None), np.float64, np.int64)
+
+
+def _plain(value):
+    """Whether ``value`` cannot change in place: a number, a string, None or a tuple of them."""
+    t = type(value)
+    return t in _PLAIN or (t is tuple and all(_plain(v) for v in value))
+
+
+def _params_key(estimator):
+    """The estimator's parameter types (tuples: their items' types too) and values.
+
+    Two keys are equal only for equal values of the same types (``1``,
+    ``1.0`` and ``True`` differ), which for plain values (see ``_plain``)
+    means the same parameters.
+    """
+    cls = type(estimator)
+    get = _param_getters.get(cls)
+    if get is None:
+        names = cls._get_param_names()
+        get = _param_getters[cls] = (operator.attrgetter(*names) if len(names) > 1
+                                     else lambda est: (getattr(est, names[0]),))
+    values = get(estimator)
+    types = tuple(map(type, values))
+    if tuple in types:
+        types += tuple(tuple(map(type, v)) for v in values if type(v) is tuple)
+    return types, values  # types first: equal types before values are compared
+
+
 def transactional(method):
     """Run a training method atomically with respect to failures and readers.
 
@@ -322,6 +355,15 @@ class BaseDSG(BaseEstimator):
         tags.input_tags.sparse = True  # CSR rows go to the maps' sparse products
         return tags
 
+    @classmethod
+    def _get_param_names(cls):
+        # scikit-learn reads the constructor's signature at every call (get_params,
+        # clone, and here every training call): once per class is enough
+        names = _param_names.get(cls)
+        if names is None:
+            names = _param_names[cls] = tuple(super()._get_param_names())
+        return list(names)
+
     def _store_params(self, params):
         """Keep the constructor's arguments as given (scikit-learn's convention).
 
@@ -337,6 +379,22 @@ class BaseDSG(BaseEstimator):
     # ------------------------------------------------------------------ #
     # parameters
     # ------------------------------------------------------------------ #
+    def _check_params(self):
+        """``_validate_params``, skipped when the parameters are those it last accepted.
+
+        A stream calls ``partial_fit`` once a row, and validating some 35
+        unchanged parameters (registry look-ups included) costs more than a
+        one-row step.  The memo holds only plain values (see ``_plain``):
+        parameters holding a dict, an array or an object are checked at every
+        call.  It lives outside the instance (never pickled or cloned).
+        """
+        key = _params_key(self)
+        if _validated.get(self) == key:
+            return
+        self._validate_params()
+        if all(map(_plain, key[1])):
+            _validated[self] = key
+
     def _validate_params(self):
         self._validate_penalty()
         _check_int("batch_size", self.batch_size, 1)
@@ -1179,6 +1237,26 @@ class BaseDSG(BaseEstimator):
     # the full validation (estimators that define it opt into the path).
     _fast_targets = None
 
+    @staticmethod
+    def _fast_rows(X, state):
+        """``X`` as rows for the model in ``state`` when it is a plain numpy input, or None.
+
+        Streaming services train and predict one row at a time, where
+        scikit-learn's input validation costs far more than the arithmetic.
+        A 2-d float ndarray of the model's width with finite values, for a
+        model fitted without feature names, is checked here directly with
+        the outcome of ``validate_data`` (converted to the model's dtype,
+        C-contiguous); anything else -- and any input that fails a check --
+        returns None and takes the full validation, which names the problem.
+        """
+        if type(X) is not np.ndarray or "feature_names_in_" in state:
+            return None
+        if (X.ndim != 2 or X.shape[0] < 1 or X.dtype.kind != "f"
+                or X.shape[1] != state["feature_map_"].n_features_in):
+            return None
+        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
+        return X if np.isfinite(X).all() else None
+
     def _fast_inputs(self, X, y, sample_weight, classes):
         """``(X, Y)`` for a small numpy update of a fitted model, or None.
 
@@ -1189,23 +1267,20 @@ class BaseDSG(BaseEstimator):
         any input that fails a check, takes the full validation, which names
         the problem.
         """
+        state = self.__dict__
         if (self._fast_targets is None or sample_weight is not None or classes is not None
-                or not hasattr(self, "_coef") or hasattr(self, "feature_names_in_")
-                or type(X) is not np.ndarray or type(y) is not np.ndarray):
+                or "_coef" not in state or type(y) is not np.ndarray or y.ndim != 1
+                or state["_coef"].dtype != self._model_dtype()
+                or self.n_features_in_ != state["feature_map_"].n_features_in):
             return None
-        dt = self._coef.dtype
-        if (X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[0] < 1
-                or X.shape[1] != self.n_features_in_ or X.dtype.kind != "f"
-                or dt != self._model_dtype()):
-            return None
-        X = np.ascontiguousarray(X, dtype=dt)
-        if not np.isfinite(X).all():
+        X = self._fast_rows(X, state)
+        if X is None or X.shape[0] != y.shape[0]:
             return None
         Y = self._fast_targets(y)
         return None if Y is None else (X, Y)
 
     def _partial_fit(self, X, y, sample_weight, classes=None):
-        self._validate_params()
+        self._check_params()
         fast = self._fast_inputs(X, y, sample_weight, classes)
         if fast is not None:
             X, Y = fast
@@ -1246,13 +1321,18 @@ class BaseDSG(BaseEstimator):
         snapshot's width (that of its feature map), not against attributes a
         running ``fit`` may already have reset.
         """
-        check_is_fitted(self, "_coef")
         st = self.__dict__.copy()
-        snapshot = object.__new__(type(self))
-        snapshot.__dict__.update(st)
-        snapshot.__dict__["n_features_in_"] = st["feature_map_"].n_features_in
-        X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C",
-                          accept_sparse="csr", reset=False)
+        if "_coef" not in st:
+            check_is_fitted(self, "_coef")
+        rows = self._fast_rows(X, st)
+        if rows is not None:
+            X = rows
+        else:
+            snapshot = object.__new__(type(self))
+            snapshot.__dict__.update(st)
+            snapshot.__dict__["n_features_in_"] = st["feature_map_"].n_features_in
+            X = validate_data(snapshot, X, dtype=st["_coef"].dtype, order="C",
+                              accept_sparse="csr", reset=False)
         built = st.get("_built_from")
         if isinstance(built, dict) and built.get("input_scaling") is not None:
             # the scaling the model was built with, whatever set_params did since

@@ -42,10 +42,25 @@ sparse convention; keys never seen in the warm-up are ignored, since the
 input dimension of the random features is fixed.  Values must be numbers
 (``bool`` counts as 0/1); a string raises a :class:`TypeError` naming the
 feature: encode categorical features first, for example with
-``river.preprocessing.OneHotEncoder``.  Frozen statistics suit a stationary
-input distribution; for drifting feature scales put
-``river.preprocessing.StandardScaler()`` in front and set
-``standardize=False``.
+``river.preprocessing.OneHotEncoder``.  A row whose values are all floats
+or ints is read by one C-level pass over the model's features; others take a
+checked conversion of the same result.
+
+**Moving scales.**  Frozen statistics suit a stationary input distribution.
+For streams whose feature scales move, ``standardize="running"``
+standardises with the mean and standard deviation of every sample learned
+so far (River's ``StandardScaler``: updated by each learned sample before its
+step, the variance dividing by the count; a feature constant so far is only
+centred), continuing from the warm-up's statistics.  ``refresh_gamma=N``
+refreshes the bandwidth every ``N`` learned samples: the variance of all
+the (standardised) values of those samples is measured, as ``gamma="scale"``
+measures it on the warm-up, and the inputs are rescaled by
+``sqrt(v0 / v)``, ``v0`` the variance the bandwidth was chosen for.  For the
+Gaussian kernel this is exactly ``gamma = gamma0 * v0 / v`` -- the
+``"scale"`` rule on the recent samples -- while the random features, the
+seed and the learned coefficients stay as they are; for other kernels it
+keeps the inputs at the scale their bandwidth was set for.  Neither changes
+predictions between learning calls.
 
 **Labels.**  Labels may be any hashable values (bools, strings, numbers);
 the estimator is trained on their indices in order of first appearance
@@ -79,10 +94,11 @@ checkerboard to classify, a sine surface to regress; 3 seeds), learning
 each sample at once gave the lowest progressive error: ``learn_many`` on
 batches of 4, 16 and 64 samples erred on 0.5-2, 1.5-3 and 1.8-4.4 more
 points of the classification streams and had an 11-13 % larger regression
-MAE, for about 1.5, 4.5 and 12 times the throughput (``learn_one`` plus
-``predict_one`` cost about 1 ms of CPU per sample on a loaded 2-core
-machine, mostly scikit-learn's input validation, against 0.07 ms per
-sample in batches of 64).  So ``learn_one`` learns each sample
+MAE, for about 1.5, 4.5 and 12 times the throughput (at the time,
+``learn_one`` plus ``predict_one`` cost about 1 ms of CPU per sample on a
+loaded 2-core machine, mostly scikit-learn's input validation, against
+0.07 ms per sample in batches of 64; a one-row call now skips the
+validation of what does not depend on the row: see ``benchmarks/streams.py``).  So ``learn_one`` learns each sample
 immediately, and ``learn_many`` is there for throughput.  River's check
 that ``learn_many`` matches a ``learn_one`` loop does not apply for that
 reason (as for River's own mini-batch linear models).
@@ -132,6 +148,7 @@ import math
 import numbers
 import threading
 from collections import namedtuple
+from itertools import repeat
 
 import numpy as np
 from sklearn.base import clone as _sk_clone
@@ -166,6 +183,16 @@ def _number(name, value):
     if math.isinf(v):
         raise ValueError(f"feature {name!r} is infinite ({value!r})")
     return v
+
+
+# value types the one-row conversion takes as they are (see _DSGAdapter._raw_row)
+_FAST_TYPES = frozenset((float, int, np.float64, np.float32, np.int64))
+
+
+def _inv_std(center, std):
+    """``1 / std`` per feature; 1 for a feature constant up to rounding (only centred)."""
+    ok = std > 1e-12 * (1.0 + np.abs(center))
+    return np.where(ok, 1.0 / np.where(ok, std, 1.0), 1.0)
 
 
 def _sorted_keys(keys):
@@ -214,10 +241,12 @@ class _DSGAdapter:
     # own (see the subclasses); a parameter passed in **kwargs wins
     _stream_defaults = {}
 
-    def __init__(self, estimator=None, *, warm_up=32, standardize=True, seed=None, **kwargs):
+    def __init__(self, estimator=None, *, warm_up=32, standardize=True, refresh_gamma=None,
+                 seed=None, **kwargs):
         self.estimator = estimator
         self.warm_up = warm_up
         self.standardize = standardize
+        self.refresh_gamma = refresh_gamma
         self.seed = seed
         self.kwargs = kwargs
         self._template = self._make_template()
@@ -225,14 +254,21 @@ class _DSGAdapter:
         self._buffer = []      # warm-up samples: (features dict, target, weight)
         self._view = None      # set when the model is built
         self._prior = ()       # what predictions use before that (see subclasses)
+        self._online = None    # running statistics (see _adapt), set when the model is built
 
     def _make_template(self):
         cls = self._estimator_class
         if not isinstance(self.warm_up, numbers.Integral) or isinstance(self.warm_up, bool) \
                 or self.warm_up < 1:
             raise ValueError(f"warm_up must be an integer >= 1, got {self.warm_up!r}")
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
+        if not (isinstance(self.standardize, (bool, np.bool_)) or self.standardize == "running"):
+            raise ValueError(f"standardize must be True, False or 'running', got "
+                             f"{self.standardize!r}")
+        r = self.refresh_gamma
+        if r is not None and (not isinstance(r, numbers.Integral) or isinstance(r, bool)
+                              or r < 1):
+            raise ValueError(f"refresh_gamma must be None or an integer >= 1 (samples between "
+                             f"refreshes), got {r!r}")
         if self.estimator is not None:
             if self.kwargs:
                 raise ValueError(f"pass either an estimator or its parameters "
@@ -307,8 +343,20 @@ class _DSGAdapter:
         return out
 
     @staticmethod
-    def _row(x, view):
-        """One standardised row of the model's inputs from the dict ``x``."""
+    def _raw_row(x, view):
+        """The model's inputs of the dict ``x``, before standardisation (float64, 1-d).
+
+        The values are read in the model's feature order by one C-level
+        pass (``map``); when all are floats or ints and finite they are the
+        row.  Anything else -- a missing value, ``None``, NaN, a bool, a
+        string, an infinite value -- takes the checked conversion, which
+        counts missing values as 0.0 and names a bad one.
+        """
+        values = list(map(x.get, view.features, repeat(0.0, len(view.features))))
+        if _FAST_TYPES.issuperset(map(type, values)):
+            row = np.array(values, dtype=np.float64)
+            if np.isfinite(row).all():
+                return row
         row = np.zeros(len(view.features))
         index = view.index
         for k, v in x.items():
@@ -317,11 +365,21 @@ class _DSGAdapter:
                 v = _number(k, v)
                 if v is not None:
                     row[j] = v
-        return ((row - view.center) * view.inv_scale)[None, :]
+        return row
+
+    @classmethod
+    def _row(cls, x, view):
+        """One standardised row of the model's inputs from the dict ``x``."""
+        return ((cls._raw_row(x, view) - view.center) * view.inv_scale)[None, :]
+
+    @classmethod
+    def _matrix(cls, X, view):
+        """The standardised input matrix of the DataFrame ``X``."""
+        return np.ascontiguousarray((cls._raw_matrix(X, view) - view.center) * view.inv_scale)
 
     @staticmethod
-    def _matrix(X, view):
-        """The standardised input matrix of the DataFrame ``X``."""
+    def _raw_matrix(X, view):
+        """The input matrix of the DataFrame ``X`` before standardisation."""
         cols = list(view.features)
         M = X.reindex(columns=cols)
         try:
@@ -336,7 +394,7 @@ class _DSGAdapter:
         bad = np.isinf(M).any(axis=0)
         if bad.any():
             raise ValueError(f"feature {cols[int(np.argmax(bad))]!r} has an infinite value")
-        return np.ascontiguousarray((M - view.center) * view.inv_scale)
+        return M
 
     def _statistics(self, rows):
         """Feature order, standardisation and resolved gamma from the buffered ``rows``."""
@@ -348,17 +406,20 @@ class _DSGAdapter:
                 X[i, index[k]] = v
         if self.standardize:
             center = X.mean(axis=0)
-            std = X.std(axis=0)
-            # a feature constant up to rounding is only centred
-            ok = std > 1e-12 * (1.0 + np.abs(center))
-            inv_scale = np.where(ok, 1.0 / np.where(ok, std, 1.0), 1.0)
+            inv_scale = _inv_std(center, X.std(axis=0))
         else:
             center, inv_scale = np.zeros(len(features)), np.ones(len(features))
         Z = (X - center) * inv_scale
+        var = float(Z.var())
         gamma = None
         if isinstance(self._template.gamma, str):  # "scale", on the whole buffer
-            var = float(Z.var())
             gamma = 1.0 / (len(features) * var) if var > 0 else 1.0
+        # what _adapt continues from: the buffer's moments (standardize="running")
+        # and the variance gamma was chosen for (refresh_gamma)
+        self._online = {"n": X.shape[0], "mean": X.mean(axis=0),
+                        "m2": ((X - X.mean(axis=0)) ** 2).sum(axis=0),
+                        "inv_std": inv_scale, "factor": 1.0, "var_ref": var,
+                        "window": [0, 0.0, 0.0]}
         return features, index, center, inv_scale, gamma, Z
 
     def _new_estimator(self, gamma):
@@ -391,10 +452,10 @@ class _DSGAdapter:
             if view is None:
                 self._buffer_one(self._clean(x), y, w)
                 return
-            row = self._row(x, view)
+            raw = self._raw_row(x, view)[None, :]
             target = self._target(y, view)  # may publish a view with a new label
             if w > 0.0:
-                self._step(self._view, row, target, w)
+                self._learn(raw, target, w)
 
     def learn_many(self, X, y):
         """Learn a mini-batch: one ``partial_fit`` call, one step per ``batch_size`` rows.
@@ -421,9 +482,9 @@ class _DSGAdapter:
                     i += 1
             if i == len(ys):
                 return
-            M = self._matrix(X.iloc[i:], self._view)
+            M = self._raw_matrix(X.iloc[i:], self._view)
             targets = self._targets(ys[i:])  # may publish views with new labels
-            self._step(self._view, M, targets, None)
+            self._learn(M, targets, None)
 
     def _buffer_one(self, x, y, w):
         self._check_target(y)
@@ -452,6 +513,65 @@ class _DSGAdapter:
         self._view = view
         self._buffer = []
 
+    def _learn(self, R, targets, w):
+        """Learn the raw rows ``R``: update the running statistics, then step.
+
+        The statistics (``standardize="running"``, ``refresh_gamma``) take the
+        rows in first, as River's ``StandardScaler`` in a pipeline does; the
+        view with the new scaling is published once the step succeeded (a
+        failed step leaves the adapter as it was).
+        """
+        view = self._view
+        online = self._adapt(R) if self._online is not None and (
+            self.standardize == "running" or self.refresh_gamma) else None
+        if online is not None:
+            view = view._replace(center=online["center"], inv_scale=online["inv_scale"])
+        self._step(view, np.ascontiguousarray((R - view.center) * view.inv_scale), targets, w)
+        if online is not None:
+            del online["center"], online["inv_scale"]
+            self._online = online
+            self._view = view
+
+    def _adapt(self, R):
+        """The running statistics after the raw rows ``R``, and the scaling they give.
+
+        ``standardize="running"``: each feature's mean and variance over all
+        learned rows (Chan et al.'s update of count, mean and sum of squared
+        deviations; the variance divides by the count, as River's
+        ``StandardScaler``).  ``refresh_gamma=N``: the variance of the
+        standardised values of the last ``N`` learned rows (all entries, as
+        ``gamma="scale"`` measures it); when ``N`` rows are in, the inputs are
+        rescaled by ``sqrt(v0 / v)``, ``v0`` the variance gamma was chosen for.
+        """
+        st = dict(self._online)
+        inv_std = st["inv_std"]
+        if self.standardize == "running":
+            n, mean, m2 = st["n"], st["mean"], st["m2"]
+            k = R.shape[0]
+            mean_r = R.mean(axis=0)
+            delta = mean_r - mean
+            total = n + k
+            st["mean"] = mean + delta * (k / total)
+            st["m2"] = m2 + ((R - mean_r) ** 2).sum(axis=0) + delta ** 2 * (n * k / total)
+            st["n"] = total
+            inv_std = st["inv_std"] = _inv_std(st["mean"], np.sqrt(st["m2"] / total))
+            center = st["mean"]
+        else:
+            center = self._view.center
+        if self.refresh_gamma:
+            Z = (R - center) * inv_std
+            rows, s1, s2 = st["window"]
+            rows, s1, s2 = rows + R.shape[0], s1 + float(Z.sum()), s2 + float((Z * Z).sum())
+            if rows >= self.refresh_gamma:
+                cnt = rows * R.shape[1]
+                var = s2 / cnt - (s1 / cnt) ** 2
+                if var > 0 and st["var_ref"] > 0:
+                    st["factor"] = math.sqrt(st["var_ref"] / var)
+                rows, s1, s2 = 0, 0.0, 0.0
+            st["window"] = [rows, s1, s2]
+        st["center"], st["inv_scale"] = center, inv_std * st["factor"]
+        return st
+
     def _step(self, view, X, targets, w):
         sw = None if w is None or w == 1.0 else np.array([w])
         self._partial_fit(view, X, targets, sw)
@@ -473,9 +593,16 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
         labels are also discovered as they arrive.
     warm_up : int, default=32
         Samples buffered before the model is built (see the module notes).
-    standardize : bool, default=True
-        Standardise each feature with the warm-up's mean and standard
-        deviation.
+    standardize : bool or "running", default=True
+        Standardise each feature: ``True`` with the warm-up's mean and
+        standard deviation, frozen; ``"running"`` with the mean and standard
+        deviation of every sample learned so far, updated at each
+        ``learn_one`` / ``learn_many`` (River's ``StandardScaler``, for streams
+        whose feature scales move); ``False`` not at all.
+    refresh_gamma : int, default=None
+        Every ``refresh_gamma`` learned samples, rescale the inputs so that
+        their variance is again the one the bandwidth was chosen for (see
+        the module notes); ``None`` keeps the warm-up's bandwidth.
     seed : int, default=None
         The estimator's ``random_state`` (River's name for it).
     **kwargs
@@ -517,14 +644,14 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
     _stream_defaults = {"batch_size": 8, "eta0": 16.0, "t0": 400.0}
 
     def __init__(self, estimator=None, *, classes=None, warm_up=32, standardize=True,
-                 seed=None, **kwargs):
+                 refresh_gamma=None, seed=None, **kwargs):
         self.classes = classes
         if classes is not None:
             labels = tuple(classes)
             if len(set(labels)) != len(labels):
                 raise ValueError(f"classes has repeated labels: {classes!r}")
-        super().__init__(estimator, warm_up=warm_up, standardize=standardize, seed=seed,
-                         **kwargs)
+        super().__init__(estimator, warm_up=warm_up, standardize=standardize,
+                         refresh_gamma=refresh_gamma, seed=seed, **kwargs)
         self._prior = (tuple(classes) if classes is not None else (), ())
 
     @property
@@ -668,9 +795,14 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
         from ``**kwargs``.
     warm_up : int, default=32
         Samples buffered before the model is built (see the module notes).
-    standardize : bool, default=True
+    standardize : bool or "running", default=True
         Standardise each feature with the warm-up's mean and standard
-        deviation, and centre the targets on the warm-up's mean.
+        deviation (``"running"``: with those of every sample learned so far,
+        as River's ``StandardScaler``), and centre the targets on the
+        warm-up's mean.
+    refresh_gamma : int, default=None
+        Every ``refresh_gamma`` learned samples, rescale the inputs to the
+        variance the bandwidth was chosen for (see the module notes).
     seed : int, default=None
         The estimator's ``random_state``.
     **kwargs
@@ -705,9 +837,10 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
     _estimator_class = DSGRegressor
     _stream_defaults = {"batch_size": 4}
 
-    def __init__(self, estimator=None, *, warm_up=32, standardize=True, seed=None, **kwargs):
-        super().__init__(estimator, warm_up=warm_up, standardize=standardize, seed=seed,
-                         **kwargs)
+    def __init__(self, estimator=None, *, warm_up=32, standardize=True, refresh_gamma=None,
+                 seed=None, **kwargs):
+        super().__init__(estimator, warm_up=warm_up, standardize=standardize,
+                         refresh_gamma=refresh_gamma, seed=seed, **kwargs)
         self._prior = (0, 0.0)  # samples and mean target of the warm-up
 
     @staticmethod

@@ -1,0 +1,38 @@
+"""Smoke test of benchmarks/streams.py: one-row latency and the adapter (seconds)."""
+import json
+
+import pytest
+from conftest import load_benchmark
+
+pytest.importorskip("river")
+
+
+@pytest.fixture(scope="module")
+def streams_bench():
+    return load_benchmark("streams")
+
+
+def test_quick_run_writes_results(streams_bench, tmp_path):
+    report = streams_bench.main(["--quick", "--rows", "20", "--adapter-rows", "40",
+                                 "--no-prequential", "--out-dir", str(tmp_path)])
+    saved = json.loads((tmp_path / "streams_quick.json").read_text())
+    assert saved["benchmark"] == "streams" and saved["mode"] == "quick"
+    for kind in ("learn", "predict"):
+        entry = report["latency"][kind]
+        for system in ("onlinekernel", "scikit-learn"):
+            assert entry[system]["median_us"] > 0 and entry[system]["median_cpu_us"] >= 0
+        assert entry["ratio_sklearn_over_ours"] > 0
+    assert report["latency"]["one_row_predictions_bit_identical_to_batch"]
+    assert report["adapter"]["rows"] == 40 and report["adapter"]["n_random_features"] == 4096
+    assert [t["name"][:12] for t in saved["targets"]] == ["one-row part", "one-row pred",
+                                                          ">= 10,000 ro"]
+
+
+def test_the_prequential_table_runs_on_short_streams(streams_bench, log=print):
+    out = streams_bench.prequential(60, lambda msg: None)
+    assert set(out) == {"RandomRBFDrift", "Hyperplane", "Phishing"}
+    for entry in out.values():
+        assert len(entry["models"]) == 5
+        assert all(0.0 <= m["accuracy"] <= 1.0 for m in entry["models"].values())
+        assert set(entry["our_speed_ratio_to"]) == {k for k in entry["models"]
+                                                    if k.startswith("River")}

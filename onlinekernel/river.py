@@ -397,7 +397,8 @@ class _DSGAdapter:
         return M
 
     def _statistics(self, rows):
-        """Feature order, standardisation and resolved gamma from the buffered ``rows``."""
+        """Feature order, standardisation, resolved gamma, the standardised rows and
+        the statistics the online preprocessing continues from (see ``_adapt``)."""
         features = _sorted_keys(set().union(*rows))
         index = {k: j for j, k in enumerate(features)}
         X = np.zeros((len(rows), len(features)))
@@ -416,11 +417,10 @@ class _DSGAdapter:
             gamma = 1.0 / (len(features) * var) if var > 0 else 1.0
         # what _adapt continues from: the buffer's moments (standardize="running")
         # and the variance gamma was chosen for (refresh_gamma)
-        self._online = {"n": X.shape[0], "mean": X.mean(axis=0),
-                        "m2": ((X - X.mean(axis=0)) ** 2).sum(axis=0),
-                        "inv_std": inv_scale, "factor": 1.0, "var_ref": var,
-                        "window": [0, 0.0, 0.0]}
-        return features, index, center, inv_scale, gamma, Z
+        online = {"n": X.shape[0], "mean": X.mean(axis=0),
+                  "m2": ((X - X.mean(axis=0)) ** 2).sum(axis=0),
+                  "inv_std": inv_scale, "factor": 1.0, "var_ref": var, "window": [0, 0.0, 0.0]}
+        return features, index, center, inv_scale, gamma, Z, online
 
     def _new_estimator(self, gamma):
         est = _sk_clone(self._template)
@@ -504,13 +504,13 @@ class _DSGAdapter:
 
     def _build(self):
         rows = [r for r, _, _ in self._buffer]
-        features, index, center, inv_scale, gamma, Z = self._statistics(rows)
+        features, index, center, inv_scale, gamma, Z, online = self._statistics(rows)
         est = self._new_estimator(gamma)
         view = self._initial_view(features, index, center, inv_scale, est)
         for i, (_, y, w) in enumerate(self._buffer):
             if w > 0.0:
                 self._step(view, Z[i:i + 1], self._targets([y], view), w)
-        self._view = view
+        self._view, self._online = view, online
         self._buffer = []
 
     def _learn(self, R, targets, w):

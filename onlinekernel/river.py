@@ -98,7 +98,8 @@ MAE, for about 1.5, 4.5 and 12 times the throughput (at the time,
 ``learn_one`` plus ``predict_one`` cost about 1 ms of CPU per sample on a
 loaded 2-core machine, mostly scikit-learn's input validation, against
 0.07 ms per sample in batches of 64; a one-row call now skips the
-validation of what does not depend on the row: see ``benchmarks/streams.py``).  So ``learn_one`` learns each sample
+validation of what does not depend on the row: see
+``benchmarks/streams.py``).  So ``learn_one`` learns each sample
 immediately, and ``learn_many`` is there for throughput.  River's check
 that ``learn_many`` matches a ``learn_one`` loop does not apply for that
 reason (as for River's own mini-batch linear models).
@@ -831,6 +832,16 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
     0.0
     >>> metric = evaluate.progressive_val_score(stream, model, metrics.MAE())
     >>> metric.get() < 0.2
+    True
+
+    Inputs whose unit changes mid-stream (tenfold after 500 samples),
+    standardised with the statistics of every sample learned so far:
+
+    >>> model = RiverRegressor(standardize="running", seed=0)
+    >>> for i in range(1500):
+    ...     u = rng.uniform(-3, 3)
+    ...     model.learn_one({"u": u * (1.0 if i < 500 else 10.0)}, math.sin(u))
+    >>> max(abs(model.predict_one({"u": 10 * u}) - math.sin(u)) for u in (-2, -1, 0.5, 1.5)) < 0.1
     True
     """
 

@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from onlinekernel import registry
+from onlinekernel import _dask, registry
 from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
 from onlinekernel._loss import CyLoss, as_cy_loss
 from onlinekernel._progress import Progress, check_verbose
@@ -202,6 +202,13 @@ def _entry_variance(X, sample_weight=None):
     n, d = X.shape
     if n * d == 0:
         return 0.0
+    if _dask.is_dask_collection(X):  # summed where the rows are, in two passes
+        import dask
+        w = 1.0 if sample_weight is None else sample_weight[:, None]
+        total = float(d * (X.shape[0] if sample_weight is None else
+                           dask.compute(sample_weight.sum())[0]))
+        mean = float(dask.compute((w * X).sum())[0]) / total
+        return float(dask.compute((w * (X - mean) ** 2).sum())[0]) / total
     if not sp.issparse(X):
         if sample_weight is None:
             return float(X.var())
@@ -301,6 +308,20 @@ def _params_key(estimator):
     if tuple in types:
         types += tuple(tuple(map(type, v)) for v in values if type(v) is tuple)
     return types, values  # types first: equal types before values are compared
+
+
+def dask_rows(method):
+    """Let a prediction method take a dask collection: mapped over its row partitions.
+
+    The result is a dask array with the collection's row chunks (see
+    :mod:`onlinekernel._dask`); other inputs go to ``method`` as they are.
+    """
+    @functools.wraps(method)
+    def wrapper(self, X):
+        if _dask.is_dask_collection(X):
+            return _dask.map_rows(self, method.__name__, X)
+        return method(self, X)
+    return wrapper
 
 
 def transactional(method):
@@ -924,6 +945,8 @@ class BaseDSG(BaseEstimator):
     # public API
     # ------------------------------------------------------------------ #
     def _fit(self, X, y, sample_weight):
+        if any(map(_dask.is_dask_collection, (X, y, sample_weight))):
+            return _dask.fit(self, X, y, sample_weight)
         self._validate_params()
         # warm_start continues the fitted model: its features, classes and
         # loss stay, so X must have the same columns (and y known labels).
@@ -1021,17 +1044,27 @@ class BaseDSG(BaseEstimator):
         try:
             problem = Problem(op, as_cy_loss(self._train_loss(state)), Y, sw,
                               self._penalty(state), self.fit_intercept, K)
-            start = {}
-            if state["n_blocks_"] == nb:  # warm start from the fitted coefficients
-                start = {"coef": float(state["_scale"]) * state["_coef"][:M].astype(np.float64),
-                         "intercept": state["_intercept"].copy()}
-            tol = 0.0 if self.tol is None else self.tol  # None: all max_iter iterations
-            progress = self._progress("Iteration", tag=solver)
-            sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter,
-                                           callback=progress or None, **start,
-                                           **self._solver_options())
+            self._solve_batch(state, solver, problem, X.shape[0])
         finally:
             op.close()
+
+    def _solve_batch(self, state, solver, problem, n_rows):
+        """Run the batch ``solver`` on ``problem`` (of ``n_rows`` rows) into ``state``.
+
+        The problem is :meth:`_fit_batch`'s on in-memory rows, or a
+        distributed fit's (:class:`onlinekernel._dask.DistributedProblem`).
+        """
+        M, K = problem.M, problem.K
+        nb = M // state["feature_map_"].n_components
+        start = {}
+        if state["n_blocks_"] == nb:  # warm start from the fitted coefficients
+            start = {"coef": float(state["_scale"]) * state["_coef"][:M].astype(np.float64),
+                     "intercept": state["_intercept"].copy()}
+        tol = 0.0 if self.tol is None else self.tol  # None: all max_iter iterations
+        progress = self._progress("Iteration", tag=solver)
+        sol = BATCH_SOLVERS[solver][0](problem, tol=tol, max_iter=self.max_iter,
+                                       callback=progress or None, **start,
+                                       **self._solver_options())
         if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(sol.intercept))):
             raise FloatingPointError(f"solver {solver!r} produced non-finite coefficients "
                                      f"(an overflow in the data or the loss); the model is "
@@ -1044,7 +1077,7 @@ class BaseDSG(BaseEstimator):
         state["_intercept_avg"] = np.zeros(K)
         state["n_averaged_"] = 0
         state["n_blocks_"] = nb
-        state["samples_seen_"] += X.shape[0]
+        state["samples_seen_"] += n_rows
         state["n_epochs_seen_"] += 1
         state["n_iter_"] = int(sol.n_iter)
         progress.finish(f"{'Convergence' if sol.converged else 'No convergence'} after "
@@ -1280,6 +1313,9 @@ class BaseDSG(BaseEstimator):
         return None if Y is None else (X, Y)
 
     def _partial_fit(self, X, y, sample_weight, classes=None):
+        if any(map(_dask.is_dask_collection, (X, y, sample_weight))):
+            # the partitions in order, one update each (dask-ml's Incremental)
+            return _dask.partial_fit(self, X, y, sample_weight, classes=classes)
         self._check_params()
         fast = self._fast_inputs(X, y, sample_weight, classes)
         if fast is not None:

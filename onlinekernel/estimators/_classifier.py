@@ -6,7 +6,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
-from onlinekernel.estimators._base import BaseDSG, transactional
+from onlinekernel import _dask
+from onlinekernel.estimators._base import BaseDSG, dask_rows, transactional
 
 
 _PROBABILITY_LINKS = ("logistic", "softmax")
@@ -451,6 +452,15 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             K = n_classes
         return np.ascontiguousarray(Y), K
 
+    def _dask_targets(self, y, fitting):
+        """``(loss, encode, K)`` for the labels of a dask collection, found on the workers.
+
+        ``encode`` turns a partition's labels into the loss's targets (it
+        runs on the workers).
+        """
+        loss, _, K = self._prepare_targets(_dask.unique_labels(y), fitting)
+        return loss, functools.partial(_encoded, self._staged_or_fitted("classes_"), loss), K
+
     def _fast_targets(self, y):
         # Labels of a fitted model: each must equal one of classes_ exactly,
         # so the target-type checks of the first call are not repeated.
@@ -507,10 +517,14 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         -------
         self
         """
+        if (not hasattr(self, "_coef") and classes is None
+                and _dask.is_dask_collection(y)):
+            classes = _dask.unique_labels(y)  # a dask collection's labels: all there are
         if not hasattr(self, "_coef") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
         return self._partial_fit(X, y, sample_weight, classes=classes)
 
+    @dask_rows
     def decision_function(self, X):
         """Raw scores: shape ``(n,)`` for two classes, ``(n, n_classes)`` otherwise."""
         return self._scores(X)[0]
@@ -522,6 +536,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             raw = raw[:, 1] - raw[:, 0] if raw.shape[1] == 2 else raw[:, 0]
         return raw, st
 
+    @dask_rows
     def predict(self, X):
         """Predicted class labels."""
         scores, st = self._scores(X)
@@ -530,6 +545,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         return st["classes_"][np.argmax(scores, axis=1)]
 
     @_with_probabilities
+    @dask_rows
     def predict_proba(self, X):
         """Class probabilities (losses with a logistic or softmax link)."""
         raw, st = self._outputs(X)
@@ -543,7 +559,13 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
 
     @_with_probabilities
+    @dask_rows
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def _encoded(classes, loss, y):
+    """The loss's targets of labels ``y`` (a partition's, on a dask worker)."""
+    return DSGClassifier._encode(classes, loss, y)[0]

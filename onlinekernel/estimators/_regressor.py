@@ -2,7 +2,7 @@
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from onlinekernel.estimators._base import BaseDSG, transactional
+from onlinekernel.estimators._base import BaseDSG, dask_rows, transactional
 
 
 class DSGRegressor(RegressorMixin, BaseDSG):
@@ -93,13 +93,23 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                  dtype="float64", n_jobs=None, normalize_y=True, verbose=0):
         self._store_params(locals())
 
-    def _prepare_targets(self, y, fitting, classes=None):
+    def _regression_loss(self, fitting):
         loss = self._resolve_base_loss() if fitting else self.loss_
         if loss.target_encoding != "real":
             raise ValueError(f"loss {getattr(loss, 'name', None) or loss!r} is a "
                              f"classification loss (target_encoding="
                              f"{loss.target_encoding!r}); DSGRegressor needs a loss for real "
                              f"targets")
+        return loss
+
+    def _dask_targets(self, y, fitting):
+        """``(loss, encode, 1)`` for the targets of a dask collection (``encode`` runs on the workers)."""
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y must be numeric for DSGRegressor, got dtype {y.dtype}")
+        return self._regression_loss(fitting), _real_targets, 1
+
+    def _prepare_targets(self, y, fitting, classes=None):
+        loss = self._regression_loss(fitting)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -147,6 +157,12 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         """
         return self._partial_fit(X, y, sample_weight)
 
+    @dask_rows
     def predict(self, X):
         """Predicted targets, shape ``(n,)``."""
         return self._raw(X)[:, 0]
+
+
+def _real_targets(y):
+    """A partition's targets as the loss's ``(rows, 1)`` float64 column (on a dask worker)."""
+    return np.asarray(y, dtype=np.float64)[:, None]

@@ -90,6 +90,44 @@ class Problem:
         hb = HV.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
         return (hC, hb, V) if outputs else (hC, hb)
 
+    #: Whether a solver may draw rows and read their features
+    #: (:meth:`FeatureOperator.rows`): the sampled preconditioner of
+    #: ``newton-cg`` does.  A distributed problem, whose rows stay on the
+    #: workers, does not allow it.
+    samples_rows = True
+
+    def curvature_weights(self):
+        """``(d, G0)`` of a quadratic loss: the rows' curvatures and the gradient at zero outputs.
+
+        ``d`` (shape ``(n,)``) is ``w`` times the loss's second derivative,
+        the same for every output (else ``ValueError``); ``G0`` (``n x K``)
+        is ``w`` times the loss's gradient at ``U = 0`` (``-d t`` for targets
+        ``t``).
+        """
+        U0 = np.zeros((self.features.shape[0], self.K))
+        D = self.loss.hessian_product(self.Y, U0, np.ones_like(U0)) * self.w[:, None]
+        if not np.allclose(D, D[:, :1]):
+            raise ValueError(f"{getattr(self.loss, 'name', None) or type(self.loss).__name__}: "
+                             f"the outputs have different curvatures; solver 'cholesky' "
+                             f"needs one Hessian for all outputs")
+        return D[:, 0], self.loss.gradient(self.Y, U0) * self.w[:, None]
+
+    def normal_equations(self):
+        """What the normal equations of a quadratic loss need, in one pass over the features.
+
+        Returns ``(A, s, h, gC, gb)``: ``A = Phi^T diag(d) Phi`` (``M x M``),
+        ``s = Phi^T d``, ``h = sum(d)`` (0 without an intercept) and the
+        gradient ``(gC, gb)`` at zero coefficients, for the curvatures ``d``
+        of :meth:`curvature_weights`.  All are sums over rows, so a
+        distributed problem adds up its partitions' terms.
+        """
+        d, G0 = self.curvature_weights()
+        gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        gC = self.features.rmatvec(G0)
+        A, s = self.features.gram(d)
+        h = float(d.sum()) if self.fit_intercept else 0.0
+        return A, s, h, gC, gb
+
     @staticmethod
     def norm(gC, gb):
         return float(np.sqrt(np.einsum("ij,ij->", gC, gC) + gb @ gb))

@@ -103,23 +103,16 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
     if problem.loss.curvature != "constant":
         raise ValueError(f"solver 'cholesky' needs a quadratic loss (curvature='constant'); "
                          f"{_name(problem.loss)} has curvature={problem.loss.curvature!r}")
-    M, K = problem.M, problem.K
+    M = problem.M
     n = problem.features.shape[0]
-    zeros_b = np.zeros(K)
-    U0 = np.zeros((n, K))
-    # The Hessian's row weights: D = w * (second derivative), per output.
-    D = problem.loss.hessian_product(problem.Y, U0, np.ones_like(U0)) * problem.w[:, None]
-    if not np.allclose(D, D[:, :1]):
-        raise ValueError(f"{_name(problem.loss)}: the outputs have different curvatures; "
-                         "solver 'cholesky' needs one Hessian for all outputs")
-    d = D[:, 0]
-    G0 = problem.loss.gradient(problem.Y, U0) * problem.w[:, None]  # -D t for targets t
-    gb = G0.sum(axis=0) if problem.fit_intercept else zeros_b
-    gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
     if problem.features.cached and n < M:
+        d, G0 = problem.curvature_weights()
+        gb = G0.sum(axis=0) if problem.fit_intercept else np.zeros(problem.K)
+        gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
         C, b = _cholesky_dual(problem, d, G0)
     else:
-        C, b = _cholesky_primal(problem, d, gC, gb)
+        A, s, h, gC, gb = problem.normal_equations()
+        C, b = _cholesky_primal(problem, A, s, h, gC, gb)
     U = problem.raw(C, b)
     g = Problem.norm(*problem.gradient(C, U))
     g0 = max(Problem.norm(gC, gb), np.finfo(float).tiny)
@@ -134,11 +127,13 @@ def _cho_solve(A, B):
                                               check_finite=False), B, check_finite=False)
 
 
-def _cholesky_primal(problem, d, gC, gb):
-    """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``)."""
+def _cholesky_primal(problem, A, s, h, gC, gb):
+    """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``).
+
+    ``A, s, h, gC, gb`` are :meth:`Problem.normal_equations`'s (``A`` is
+    overwritten).
+    """
     M = problem.M
-    A, s = problem.features.gram(d)
-    h = float(d.sum()) if problem.fit_intercept else 0.0
     if h > 0:  # eliminate the intercept: the weighted-centred Gram matrix
         A -= np.outer(s, s) / h
         rhs = -(gC - np.outer(s, gb) / h)
@@ -360,7 +355,11 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     max_cg = min(problem.M + 1, 250) if max_cg is None else int(max_cg)
     n = problem.features.shape[0]
     if precondition == "auto":
-        precondition = _preconditioning_pays(n, problem.M)
+        precondition = problem.samples_rows and _preconditioning_pays(n, problem.M)
+    elif precondition and not problem.samples_rows:
+        raise ValueError("precondition=True needs the features of sampled rows, which this "
+                         "problem does not give (its rows stay where they are: a distributed "
+                         "fit); use precondition='auto' or False")
     rng = np.random.default_rng(0)  # the preconditioner's rows: a fixed seed, reproducible fits
     quadratic = getattr(problem.loss, "curvature", None) == "constant"
     # Early Newton steps of a smooth loss are easy (a few CG iterations):

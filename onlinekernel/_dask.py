@@ -11,12 +11,13 @@ works without dask installed (``pip install onlinekernel[dask]`` adds it).
   :class:`DistributedProblem`, which has the interface of
   :class:`~onlinekernel.solvers.Problem`: its row-wise quantities (the raw
   outputs ``U = Phi C + b`` and the directions' outputs) are
-  :class:`RowArray` handles to partitions kept on the workers, combined
-  there, and what travels per step is coefficient-sized: the ``M x K``
-  coefficients or direction out to every partition, and back its ``M x K``
-  gradient or Hessian-product sum (plus ``K`` intercept terms and a
-  scalar), or once per fit its ``M x M`` block of ``Phi^T D Phi``
-  (``cholesky``).  Partition results are summed on the client in partition
+  :class:`RowArray` handles, kept as the coefficients that make them and
+  computed on the workers when read, and what travels per step is
+  coefficient-sized: the ``M x K`` coefficients or direction out to every
+  partition, and back its ``M x K`` gradient or Hessian-product sum (plus
+  ``K`` intercept terms and a scalar), or once per fit its ``M x M`` block
+  of ``Phi^T D Phi`` (``cholesky``).  ``max_memory`` and the memory rule
+  of ``solver="auto"`` apply to one partition.  Partition results are summed on the client in partition
   order, so a fit is deterministic, and equals the single-machine fit up to
   the order of those sums.  Without a client the collections are computed
   into memory and fit as numpy arrays.
@@ -144,6 +145,16 @@ class RowArray:
     no pass over the features.  The first read (:meth:`values`) computes
     the outputs on every partition, one task each, and they stay there for
     the later reads; they never come to the client.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> U = RowArray(None, np.ones((3, 1)), np.zeros(1))
+    >>> V = U + 0.5 * U + np.ones(1)   # no task: the coefficients combine
+    >>> V.C.ravel().tolist(), V.b.tolist()
+    ([1.5, 1.5, 1.5], [1.0])
+    >>> np.zeros_like(V).C.any()
+    np.False_
     """
 
     __array_ufunc__ = None  # ndarray + RowArray defers to RowArray.__radd__

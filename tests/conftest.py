@@ -95,13 +95,15 @@ def write_tiny_datasets(path):
 def load_benchmark(script):
     """The module of ``benchmarks/<script>.py``, imported by path.
 
-    The benchmarks folder goes on ``sys.path`` first, for the scripts'
-    ``from _common import ...``.
+    The benchmarks folder goes on ``sys.path`` last, for the scripts'
+    ``from _common import ...``: first, its ``sparse.py`` would shadow the
+    ``sparse`` package that dask imports (in this process and in the worker
+    processes a ``LocalCluster`` starts with this process's path).
     """
     import importlib.util
     import sys
     if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
+        sys.path.append(str(BENCH_DIR))
     spec = importlib.util.spec_from_file_location(f"{script}_benchmark",
                                                   BENCH_DIR / f"{script}.py")
     mod = importlib.util.module_from_spec(spec)

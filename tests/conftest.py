@@ -25,6 +25,11 @@ import pytest
 
 from onlinekernel import registry
 
+try:  # the sparse package (dask imports it) before benchmarks/sparse.py can shadow it
+    import sparse  # noqa: F401
+except ImportError:
+    pass
+
 os.environ.setdefault(registry.DISABLE_ENV, "1")
 registry.reset()  # in case something looked a name up before this module ran
 

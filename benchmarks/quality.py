@@ -612,7 +612,7 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
 
 
 # max_iter ladders of the refit (cold fits, each timed): the error-against-time curve
-LADDERS = {"dual-cd": (4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1000),
+LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1000),
            "lbfgs": (4, 16, 64, 256, 1000), "cholesky": (1000,)}
 
 

@@ -1129,7 +1129,7 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
         log(f"  ours tuning: {len(tuning['trials'])} fits, {len(tuning['skipped'])} skipped, "
             f"{tuning['time_s']:.0f} s")
     if tuning is not None and best is not None:
-        setting = {k: best[k] for k in ("gamma", "C", "alpha_krr", "loss", "max_blocks")
+        setting = {k: best[k] for k in ("gamma", "C", "alpha_krr", "loss", "max_blocks", "kernel")
                    if k in best}
         log(f"  ours tuned: best {describe_setting(task, setting, full.d)} "
             f"(validation {fmt_err(task, best['error'])})")

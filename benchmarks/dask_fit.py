@@ -51,9 +51,9 @@ MODELS = {
 
 @contextlib.contextmanager
 def _this_folder_last():
-    """``sys.path`` with ``benchmarks/`` last: its ``sparse.py`` would shadow the package of
-    that name that dask imports (here and in the worker processes, which start with this
-    process's path and import this script, which needs ``_common``)."""
+    """``sys.path`` with ``benchmarks/`` last: a script's name must not shadow a package
+    dask imports (here and in the worker processes, which start with this process's path
+    and import this script, which needs ``_common``)."""
     here = Path(__file__).resolve().parent
     saved = sys.path[:]
     ours = [p for p in sys.path if Path(p or ".").resolve() == here]

@@ -25,11 +25,6 @@ import pytest
 
 from onlinekernel import registry
 
-try:  # the sparse package (dask imports it) before benchmarks/sparse.py can shadow it
-    import sparse  # noqa: F401
-except ImportError:
-    pass
-
 os.environ.setdefault(registry.DISABLE_ENV, "1")
 registry.reset()  # in case something looked a name up before this module ran
 
@@ -101,9 +96,11 @@ def load_benchmark(script):
     """The module of ``benchmarks/<script>.py``, imported by path.
 
     The benchmarks folder goes on ``sys.path`` last, for the scripts'
-    ``from _common import ...``: first, its ``sparse.py`` would shadow the
-    ``sparse`` package that dask imports (in this process and in the worker
-    processes a ``LocalCluster`` starts with this process's path).
+    ``from _common import ...``: first, a script's name would shadow an
+    installed package of that name (``benchmarks/sparse.py`` shadowed the
+    ``sparse`` module dask tries to import; it is now ``sparse_input.py``),
+    in this process and in the worker processes a ``LocalCluster`` starts
+    with this process's path.
     """
     import importlib.util
     import sys

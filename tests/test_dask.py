@@ -20,7 +20,7 @@ from onlinekernel.solvers import solve_newton_cg  # noqa: E402
 @pytest.fixture(scope="module")
 def client():
     # the worker processes start with this process's path: benchmarks/ (which benchmark
-    # scripts put first) last, or its sparse.py shadows the sparse package dask imports
+    # scripts put first) last, so that no script's name shadows a package dask imports
     import sys
     saved = sys.path[:]
     bench = [p for p in sys.path if p.rstrip("/").endswith("benchmarks")]

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/sparse.py on a tiny synthetic sparse dataset (seconds)."""
+"""Smoke test of benchmarks/sparse_input.py on a tiny synthetic sparse dataset (seconds)."""
 import json
 
 import numpy as np
@@ -8,7 +8,7 @@ from conftest import load_benchmark
 
 @pytest.fixture(scope="module")
 def sparse_bench():
-    return load_benchmark("sparse")
+    return load_benchmark("sparse_input")
 
 
 def test_quick_run_writes_results(sparse_bench, tmp_path):

@@ -23,8 +23,8 @@ coefficient difference) and test accuracy.  BLAS is limited to one thread.
 
 Run from the repository root::
 
-    python benchmarks/sparse.py            # w8a: a few minutes
-    python benchmarks/sparse.py --quick    # 3,000 rows, 1 repeat: seconds
+    python benchmarks/sparse_input.py            # w8a: a few minutes
+    python benchmarks/sparse_input.py --quick    # 3,000 rows, 1 repeat: seconds
 
 Writes ``benchmarks/results/sparse.json`` (``sparse_quick.json`` with
 ``--quick``) and prints a table.

@@ -41,8 +41,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset, make_logger,
-                     report_header, write_json)
+from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger,
+                     report_header, write_results)
 from onlinekernel import (DSGClassifier, DSGRegressor, ExtremeLearningMachineClassifier,
                           ExtremeLearningMachineRegressor, WeightedKitchenSinksClassifier,
                           WeightedKitchenSinksRegressor)
@@ -205,11 +205,7 @@ def main(argv=None):
             X, y, Xt, yt, regression = prepare(name, args.data_dir, max_train)
             report["datasets"].append(run_dataset(name, X, y, Xt, yt, regression, M, grid,
                                                   max_iter_sgd, wrks_iter, log))
-    report["load_average_at_end"] = load_average()
-    stem = "elm_wrks_quick" if args.quick else "elm_wrks"
-    write_json(args.output_dir / f"{stem}.json", report)
-    (args.output_dir / f"{stem}.md").write_text(markdown(report) + "\n")
-    log(f"wrote {args.output_dir / stem}.json and .md")
+    write_results(report, args.output_dir, args.quick, markdown, log)
     return report
 
 

@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset, make_logger,
-                     parse_int_list, report_header, write_json)
+from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger,
+                     parse_int_list, report_header, write_results)
 from onlinekernel import get_feature_map
 
 DATASETS = ("mnist", "letter")
@@ -166,11 +166,7 @@ def main(argv=None):
             report["datasets"][name] = run_dataset(name, X, Xt, gamma, sizes, seeds, n_pairs,
                                                    log)
     report["targets"] = [t for res in report["datasets"].values() for t in res["targets"]]
-    report["load_average_at_end"] = load_average()
-    stem = "kernel_approximation_quick" if args.quick else "kernel_approximation"
-    write_json(args.output_dir / f"{stem}.json", report)
-    (args.output_dir / f"{stem}.md").write_text(markdown(report) + "\n")
-    log(f"wrote {args.output_dir / stem}.json and .md")
+    write_results(report, args.output_dir, args.quick, markdown, log)
     return report
 
 

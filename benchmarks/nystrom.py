@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import DEFAULT_DATA_DIR, RESULTS_DIR, load_average, make_logger, report_header, \
-    write_json
+from _common import DEFAULT_DATA_DIR, RESULTS_DIR, make_logger, report_header, \
+    write_results
 from elm_wrks import error, fit_quiet, prepare
 from onlinekernel import DSGClassifier, DSGRegressor
 
@@ -157,11 +157,7 @@ def main(argv=None):
             report["datasets"].append(run_dataset(name, X, y, Xt, yt, regression, M,
                                                   block_size, alphas, log))
     report["summary"] = summary(report["datasets"])
-    report["load_average_at_end"] = load_average()
-    stem = "nystrom_quick" if args.quick else "nystrom"
-    write_json(args.output_dir / f"{stem}.json", report)
-    (args.output_dir / f"{stem}.md").write_text(markdown(report) + "\n")
-    log(f"wrote {args.output_dir / stem}.json and .md")
+    write_results(report, args.output_dir, args.quick, markdown, log)
     return report
 
 

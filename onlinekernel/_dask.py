@@ -289,8 +289,10 @@ class DistributedProblem(Problem):
         return (hC, hb, V) if outputs else (hC, hb)
 
     def curvature_weights(self):
-        raise NotImplementedError("a distributed problem keeps its rows on the workers; "
-                                  "use normal_equations")
+        # the per-row curvatures live on the workers; the solvers that need them
+        # (Cholesky's n < M path) only run on kept features, which this never has
+        raise ValueError("a distributed problem keeps its rows on the workers and gives "
+                         "only sums over them: normal_equations, not per-row curvatures")
 
     def normal_equations(self):
         A, s, h, gC, gb = self._sum(self._gather(

@@ -148,3 +148,15 @@ def test_learner_refuses_a_row_out_of_order(tmp_path):
     learner.on_batch([module.stream_row(0)])
     with pytest.raises(RuntimeError, match="row 2 reached the learner, which expected row 1"):
         learner.on_batch([module.stream_row(2)])
+
+
+def test_learner_refuses_to_resume_with_another_batch_size(tmp_path):
+    module = _example()
+    learner = module.OnlineLearner(None, tmp_path, batch_size=32)
+    learner.on_batch([module.stream_row(i) for i in range(40)])
+    snapshot = learner.snapshot()
+    with pytest.raises(ValueError, match="started with --batch-size 32, not 16"):
+        module.OnlineLearner(snapshot, tmp_path, batch_size=16)
+    resumed = module.OnlineLearner(snapshot, tmp_path, batch_size=32)
+    assert resumed.pending_ids == list(range(32, 40))
+    assert module.dumps(resumed.model) == module.dumps(learner.model)

@@ -38,9 +38,10 @@ database, created on the first run), ``predictions.csv``, and at the end
 ``model.okm`` and ``ledger.json``.  The same dataflow also runs under
 Bytewax's own runner, with the recovery database initialised first::
 
-    python -m bytewax.recovery /tmp/ok-bytewax/recovery 1
-    python -m bytewax.run "examples/bytewax_stream/dataflow.py:build_flow('/tmp/ok-bytewax')" \\
-        -r /tmp/ok-bytewax/recovery -s 1 -b 0
+    cd examples/bytewax_stream   # not the repository root: its source tree would shadow
+                                 # the installed package
+    mkdir -p /tmp/ok-bytewax/recovery && python -m bytewax.recovery /tmp/ok-bytewax/recovery 1
+    python -m bytewax.run "dataflow:build_flow('/tmp/ok-bytewax')" -r /tmp/ok-bytewax/recovery -s 1 -b 0
 """
 import argparse
 import hashlib
@@ -181,17 +182,34 @@ class OnlineLearner(StatefulBatchLogic):
         Rows per ``partial_fit``.
     seed : int
         Seed of a new model.
+    log_every : int or None
+        Report the progressive accuracy every ``log_every`` rows.
+    log : callable
+        Where the reports go.
     """
 
-    def __init__(self, resume_state, state_dir, batch_size=32, seed=0):
+    def __init__(self, resume_state, state_dir, batch_size=32, seed=0, log_every=None,
+                 log=print):
         self.state_dir = Path(state_dir)
         self.batch_size = batch_size
+        self.log_every, self.log = log_every, log
+        self.settings = {"batch_size": batch_size, "seed": seed}
         if resume_state is None:
             self.model = new_model(seed)
             self.pending_ids, self.pending_X, self.pending_y = [], [], []
             self.next_row, self.rows_learned, self.ledger = 0, 0, _NO_ROWS
+            self.correct = 0
         else:
             s = resume_state
+            for name, value in s["settings"].items():
+                # another step size or stream would continue into another
+                # model than the one the snapshot's run would have trained
+                if self.settings[name] != value:
+                    option = "--" + name.replace("_", "-")
+                    raise ValueError(
+                        f"the dataflow in {self.state_dir} was started with {option} {value}, "
+                        f"not {self.settings[name]}: resume it with {option} {value}, or "
+                        f"start afresh in another --state directory")
             model = s["model"]
             self.model = new_model(seed) if model is None else loads(model, "the snapshot")
             self.pending_ids = list(s["pending_ids"])
@@ -199,6 +217,7 @@ class OnlineLearner(StatefulBatchLogic):
             self.pending_y = list(s["pending_y"])
             self.next_row, self.rows_learned, self.ledger = (
                 s["next_row"], s["rows_learned"], s["ledger"])
+            self.correct = s["correct"]
 
     def _fitted(self):
         return hasattr(self.model, "classes_")
@@ -228,13 +247,20 @@ class OnlineLearner(StatefulBatchLogic):
                     # snapshot: anything else is a lost or a repeated row
                     raise RuntimeError(
                         f"row {i} reached the learner, which expected row {self.next_row}: "
-                        f"the stream lost or repeated rows (was the recovery directory "
-                        f"reused with another stream or another --batch-size?)")
+                        f"the stream lost or repeated rows (does {self.state_dir} hold "
+                        f"the recovery database of another dataflow?)")
                 self.next_row += 1
                 self.pending_ids.append(i)
                 self.pending_X.append(x)
                 self.pending_y.append(y)
                 out.append((i, y, float(p)))
+                self.correct += int((p > 0.5) == bool(y))
+                if self.log_every and self.next_row % self.log_every == 0:
+                    # progressive accuracy: each row scored before it was learned
+                    self.log(f"row {self.next_row:,}: progressive accuracy "
+                             f"{self.correct / self.log_every:.4f} on the last "
+                             f"{self.log_every:,} rows")
+                    self.correct = 0
             if len(self.pending_ids) == self.batch_size:
                 self._learn_pending()
         return out, StatefulBatchLogic.RETAIN
@@ -258,6 +284,7 @@ class OnlineLearner(StatefulBatchLogic):
         # Bytewax pickles the snapshot after this returns, while the learner
         # goes on: everything in it is a copy (the model as model-file bytes)
         return {
+            "settings": dict(self.settings),
             "model": dumps(self.model) if self._fitted() else None,
             "pending_ids": list(self.pending_ids),
             "pending_X": [x.copy() for x in self.pending_X],
@@ -265,6 +292,7 @@ class OnlineLearner(StatefulBatchLogic):
             "next_row": self.next_row,
             "rows_learned": self.rows_learned,
             "ledger": self.ledger,
+            "correct": self.correct,
         }
 
 
@@ -283,7 +311,7 @@ def _kill_at(row):
 
 
 def build_flow(state_dir, rows=200_000, *, seed=0, batch_size=32, read_batch=64,
-               kill_after_row=None, log=print):
+               log_every=None, kill_after_row=None, log=print):
     """The dataflow: read the stream, score and learn each row, write the predictions.
 
     Parameters
@@ -301,6 +329,8 @@ def build_flow(state_dir, rows=200_000, *, seed=0, batch_size=32, read_batch=64,
     read_batch : int, default=64
         Rows the source hands over per read.  Not part of the model: it may
         change between runs.
+    log_every : int or None, default=None
+        Report the progressive accuracy every ``log_every`` rows.
     kill_after_row : int or None, default=None
         Kill the process with SIGKILL after scoring this row (POSIX only;
         to test recovery).
@@ -318,7 +348,8 @@ def build_flow(state_dir, rows=200_000, *, seed=0, batch_size=32, read_batch=64,
     keyed = op.key_on("one_model", rows_in, lambda _: MODEL_KEY)
     scored = op.stateful_batch(
         "learn", keyed,
-        lambda resume: OnlineLearner(resume, state_dir, batch_size=batch_size, seed=seed))
+        lambda resume: OnlineLearner(resume, state_dir, batch_size=batch_size, seed=seed,
+                                     log_every=log_every, log=log))
     if kill_after_row is not None:
         op.inspect("kill", scored, _kill_at(kill_after_row))
     lines = op.map_value("format", scored, lambda r: f"{r[0]},{r[1]},{r[2]!r}")
@@ -363,6 +394,8 @@ def _parse(argv):
     p.add_argument("--batch-size", type=int, default=32, help="rows per partial_fit")
     p.add_argument("--snapshot-interval", type=float, default=1.0,
                    help="seconds between snapshots")
+    p.add_argument("--log-every", type=int, default=20_000,
+                   help="rows between progress reports (0: none)")
     p.add_argument("--kill-after-row", type=int, default=None,
                    help="kill this process with SIGKILL after scoring this row (for tests)")
     return p.parse_args(argv)
@@ -371,5 +404,6 @@ def _parse(argv):
 if __name__ == "__main__":
     args = _parse(sys.argv[1:])
     run(args.state, args.rows or None, snapshot_interval=args.snapshot_interval,
-        seed=args.seed, batch_size=args.batch_size, kill_after_row=args.kill_after_row,
+        seed=args.seed, batch_size=args.batch_size, log_every=args.log_every or None,
+        kill_after_row=args.kill_after_row,
         log=lambda msg: print(msg, file=sys.stderr))

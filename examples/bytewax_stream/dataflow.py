@@ -401,9 +401,27 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
+def _interrupted(exc):
+    """Whether ``exc`` is a Ctrl-C, which Bytewax wraps in its own error."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__
+    return False
+
+
 if __name__ == "__main__":
     args = _parse(sys.argv[1:])
-    run(args.state, args.rows or None, snapshot_interval=args.snapshot_interval,
-        seed=args.seed, batch_size=args.batch_size, log_every=args.log_every or None,
-        kill_after_row=args.kill_after_row,
-        log=lambda msg: print(msg, file=sys.stderr))
+    try:
+        run(args.state, args.rows or None, snapshot_interval=args.snapshot_interval,
+            seed=args.seed, batch_size=args.batch_size, log_every=args.log_every or None,
+            kill_after_row=args.kill_after_row,
+            log=lambda msg: print(msg, file=sys.stderr))
+    except (KeyboardInterrupt, Exception) as exc:
+        if not _interrupted(exc):
+            raise
+        # nothing to save: the last epoch's snapshots are in the recovery
+        # database, as after a kill
+        print(f"interrupted: run the same command to resume from the last snapshot in "
+              f"{args.state}", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -420,6 +420,7 @@ def fit(est, X, y, sample_weight=None):
         if not warm:
             state["_y_mean"], state["_y_scale"] = _target_scaling(y, w, float(total))
         encode = functools.partial(_standardised, encode, state["_y_mean"], state["_y_scale"])
+    est._record_penalty(state)  # alpha="auto" runs no path here: its fallback
     rows = max(X.chunks[0])  # what one worker holds: the memory rule is per partition
     solver = est._resolve_solver(state, rows, K)
     if solver not in DISTRIBUTED_SOLVERS:

@@ -391,6 +391,15 @@ def _gamma(text):
         raise argparse.ArgumentTypeError(f"expected 'scale' or a number, got {text!r}") from None
 
 
+def _alpha(text):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
+
+
 def _max_blocks(text):
     if text.lower() == "none":
         return None
@@ -1192,7 +1201,9 @@ def _parser():
     m.add_argument("--kernel-param", type=_assignment, action="append", metavar="NAME=VALUE",
                    help="a feature-map parameter (repeatable), e.g. pairs=true")
     m.add_argument("--gamma", type=_gamma, help="bandwidth, or 'scale' (default)")
-    m.add_argument("--alpha", type=float, help="regularisation strength")
+    m.add_argument("--alpha", type=_alpha,
+                   help="regularisation strength, or 'auto' (default: chosen on held-out rows "
+                        "where fit runs a batch solver)")
     m.add_argument("--batch-size", type=_positive_int, metavar="ROWS",
                    help="rows per training step")
     m.add_argument("--block-size", type=_positive_int, metavar="N",

@@ -256,7 +256,7 @@ _FORMAT_ATTRIBUTES = frozenset(_STATE_KEYS) | {
     "classes_", "feature_names_in_", "_blocks", "_built_from"}
 # Fitted attributes of every estimator stored as ``extra`` (format version 2).
 _COMMON_EXTRA = ("_y_mean", "_y_scale", "solver_", "n_iter_", "_eig_vectors", "_eig_values",
-                 "_eig_step", "_eig_level")
+                 "_eig_step", "_eig_level", "alpha_")
 # scikit-learn's routing and output configuration: not part of a model
 _NOT_STORED = frozenset({"_metadata_request", "_sklearn_output_config"})
 

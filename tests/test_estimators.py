@@ -92,8 +92,16 @@ def _expected_failed_checks(estimator):
         return {}  # its exact solver: a weight w is exactly w copies of the row
     if type(estimator) in (DSGClassifier, DSGRegressor):
         # fit by a batch solver: the weighted optimum is the repeated rows' optimum
+        if estimator.dtype == "float64" and (estimator.tol <= 1e-10 or
+                                             type(estimator) is DSGRegressor):
+            return {}  # (the regressor's Cholesky solve is exact)
         if estimator.dtype == "float64":
-            return {}
+            reason = ("alpha='auto' picks 1e-3 on the check's data (for the weighted and the "
+                      "repeated rows alike: the held-out rows are chosen by content), where "
+                      "Newton-CG stopping at tol=1e-4 leaves the two fits 1e-6 apart, not "
+                      "1e-7 (alpha=1e-3 given by hand does the same; with tol=1e-10 the check "
+                      "passes: test_classifier_weights_are_repeated_rows)")
+            return {check: reason for check in checks}
         reason = ("float32 features: the weighted and the repeated fits agree to float32 "
                   "rounding (measured 3e-8 absolute), not to the check's rtol 1e-7")
     elif isinstance(estimator, DSGQuantileRegressor):
@@ -110,6 +118,13 @@ def _expected_failed_checks(estimator):
                   "weight of 2 is one larger step, not two steps as a repeated row is "
                   "(inherent to SGD-type training; see test_sample_weight_is_a_step_multiplier)")
     return {check: reason for check in checks}
+
+
+def test_classifier_weights_are_repeated_rows():
+    from sklearn.utils.estimator_checks import (check_sample_weight_equivalence_on_dense_data,
+                                                check_sample_weight_equivalence_on_sparse_data)
+    check_sample_weight_equivalence_on_dense_data("DSGClassifier", DSGClassifier(tol=1e-10))
+    check_sample_weight_equivalence_on_sparse_data("DSGClassifier", DSGClassifier(tol=1e-10))
 
 
 def test_quantile_weights_are_repeated_rows():

@@ -229,7 +229,7 @@ def test_the_format_stores_every_fitted_attribute():
     known = {"loss_", "feature_map_", "gamma_", "seed_", "n_features_in_", "_n_outputs", "_coef",
              "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
              "_coef_avg", "_intercept_avg", "n_averaged_", "_blocks", "_built_from", "classes_",
-             "solver_", "n_iter_", "_y_mean", "_y_scale"}
+             "solver_", "n_iter_", "_y_mean", "_y_scale", "alpha_"}
     for model in (DSGClassifier(**SMALL).fit(X, _labels(X, "binary")),
                   DSGRegressor(**SMALL).fit(X, X[:, 0])):
         fitted = set(vars(model)) - set(model.get_params())

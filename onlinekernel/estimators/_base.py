@@ -34,6 +34,7 @@ from onlinekernel._progress import Progress, check_verbose
 from onlinekernel._random import words
 from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
+from onlinekernel._splits import content_split
 from onlinekernel._solver import BlockSource, _threads, block_features, predict_raw, \
     train_steps
 from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
@@ -52,6 +53,14 @@ _SPLIT_BLOCK = _SHUFFLE_BLOCK - 1
 # The ridge of precondition=True, relative to the features' unit second moment
 # (measured on ijcnn1, letter and covtype; see the DSGClassifier docstring).
 _DEFAULT_RIDGE = 1.0
+# alpha="auto": the penalties tried, strongest first so each solve starts
+# from the last (they do not scale with the number of rows: a weight of w
+# must stay w copies of the row); and the penalty where no path runs (SGD,
+# partial_fit, Dask, too few rows to hold some out).
+_ALPHA_PATH = 10.0 ** -np.arange(2.0, 11.0)
+_ALPHA_PATH_PATIENCE = 2  # penalties tried past the best before the path stops
+_ALPHA_PATH_TOL = 1e-3  # the loosest tol of the path's solves
+_AUTO_ALPHA = 1e-6
 _PRECONDITIONS = ("auto", "eigenpro")
 # EigenPro (precondition="eigenpro"): the directions corrected and the rows
 # the spectrum is estimated from (Ma & Belkin's defaults: k = 160, s = 2000 or so);
@@ -501,7 +510,7 @@ class BaseDSG(BaseEstimator):
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
         _check_bool("projection", self.projection)
-        if self.projection and not getattr(self, "alpha", 0.0) > 0:
+        if self.projection and not (self._alpha_is_auto() or getattr(self, "alpha", 0.0) > 0):
             raise ValueError("projection=True needs alpha > 0: the ball has radius "
                              "1 / sqrt(alpha)")
         plain = self.reuse == "all" and tuple(sched) == (1, 0) and not self.projection
@@ -642,6 +651,12 @@ class BaseDSG(BaseEstimator):
 
     def _validate_penalty(self):
         """Check the penalty parameter ``alpha`` (estimators without one override this)."""
+        if self._alpha_is_auto():
+            if not self._has_alpha_path():
+                raise ValueError(f"alpha='auto' chooses the penalty on a regularisation path "
+                                 f"of the batch solvers, which {type(self).__name__} does not "
+                                 f"run: give alpha a number >= 0")
+            return
         _check_real("alpha", self.alpha, 0.0)
         if self.learning_rate == "pegasos" and self.alpha <= 0:
             raise ValueError("learning_rate='pegasos' needs alpha > 0")
@@ -810,7 +825,23 @@ class BaseDSG(BaseEstimator):
         Estimators whose penalty follows the data seen override this (the GP
         regressor: ``noise_variance / n``).
         """
+        if self._alpha_is_auto():
+            return float(state.get("alpha_", _AUTO_ALPHA))
         return float(self.alpha)
+
+    def _alpha_is_auto(self):
+        alpha = getattr(self, "alpha", None)
+        return isinstance(alpha, str) and alpha == "auto"
+
+    def _has_alpha_path(self):
+        """Whether ``fit`` can choose ``alpha`` (estimators with a ``solver`` and an ``alpha``)."""
+        names = self._get_param_names()
+        return "solver" in names and "alpha" in names
+
+    def _record_penalty(self, state):
+        """Store the penalty the model trains with as ``alpha_`` (path estimators)."""
+        if self._has_alpha_path():
+            state["alpha_"] = self._penalty(state)
 
     def _run_epoch(self, state, X, Y, sw, order):
         if self.precondition == "eigenpro":
@@ -967,6 +998,7 @@ class BaseDSG(BaseEstimator):
         else:  # gamma="scale" from the weighted variance: a weight is repeated rows
             state = self._new_state(X, n_outputs, loss, sw)
         Y = self._standardize_targets(state, Y, sw, first=not warm)
+        self._record_penalty(state)
         solver = self._resolve_solver(state, X.shape[0], n_outputs)
         if solver == "sgd":
             self._fit_sgd(state, X, Y, sw)
@@ -1038,15 +1070,96 @@ class BaseDSG(BaseEstimator):
         itemsize = self._model_dtype().itemsize
         room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
                                   if solver == "cholesky" else 0)
-        op = FeatureOperator(fmap, state["seed_"], nb, X, max_bytes=room,
-                             n_jobs=check_n_jobs(self.n_jobs),
-                             dtype=feature_dtype(solver, X.dtype, self.tol))
+        if self._alpha_is_auto():
+            # the fit on all rows then starts where alpha=alpha_ would: the
+            # same model, to the solver's last rounding
+            state["alpha_"] = self._alpha_path(state, solver, X, Y, sw, room)
+        op = self._operator(state, solver, X, room)
         try:
             problem = Problem(op, as_cy_loss(self._train_loss(state)), Y, sw,
                               self._penalty(state), self.fit_intercept, K)
             self._solve_batch(state, solver, problem, X.shape[0])
         finally:
             op.close()
+
+    def _operator(self, state, solver, X, room):
+        """The :class:`FeatureOperator` of the full feature budget on the rows ``X``."""
+        return FeatureOperator(state["feature_map_"], state["seed_"], self._budget_blocks(), X,
+                               max_bytes=room, n_jobs=check_n_jobs(self.n_jobs),
+                               dtype=feature_dtype(solver, X.dtype, self.tol))
+
+    def _alpha_path(self, state, solver, X, Y, sw, room):
+        """``alpha="auto"``: the penalty of least validation error, and its solution.
+
+        The batch ``solver`` runs on the rows outside a seeded split by
+        content (:func:`onlinekernel._splits.content_split`, about
+        ``validation_fraction`` held out, equal rows on one side) for the
+        penalties of ``_ALPHA_PATH``, strongest first, each solve starting
+        from the last one's solution; the path stops
+        ``_ALPHA_PATH_PATIENCE`` penalties past the best, and the geometric
+        mean of the best and its better neighbour is tried last.  The score
+        is :meth:`_validation_error`.  Returns the penalty (``_AUTO_ALPHA``
+        when a side of the split is empty).
+        """
+        train, val = content_split(X, state["seed_"], self.validation_fraction)
+        if not (train.size and val.size):
+            return _AUTO_ALPHA
+        loss = as_cy_loss(self._train_loss(state))
+        solve = BATCH_SOLVERS[solver][0]
+        # the held-out error settles long before the gradient does
+        tol = _ALPHA_PATH_TOL if self.tol is None else max(self.tol, _ALPHA_PATH_TOL)
+        options = dict(tol=tol, max_iter=self.max_iter, **self._solver_options())
+        Yv, swv = Y[val], sw[val]
+        op = self._operator(state, solver, X[train], room)
+        op_val = self._operator(state, solver, X[val], 0)
+        tried = {}  # alpha -> (score, start)
+        try:
+            problem = Problem(op, loss, Y[train], np.ascontiguousarray(sw[train]), 0.0,
+                              self.fit_intercept, state["_n_outputs"])
+            problem.keep_normal_equations = True  # one Gram for every penalty
+
+            def run(alpha, start):
+                problem.lam = alpha * problem.M
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    sol = solve(problem, **options, **start)
+                start = {"coef": sol.coef, "intercept": sol.intercept}
+                U = op_val.matvec(sol.coef) + sol.intercept
+                tried[alpha] = (self._validation_error(loss, Yv, U, swv), start)
+                return start
+
+            grid = _ALPHA_PATH
+            start, since_best = {}, 0
+            for alpha in grid:
+                try:
+                    start = run(float(alpha), start)
+                except np.linalg.LinAlgError:
+                    if not tried:
+                        raise
+                    break  # a penalty below the rounding of the features' products
+                best = min(tried, key=lambda a: tried[a][0])
+                since_best = 0 if best == alpha else since_best + 1
+                if since_best >= _ALPHA_PATH_PATIENCE:
+                    break
+            i = int(np.flatnonzero(grid == best)[0])
+            around = [grid[j] for j in (i - 1, i + 1) if 0 <= j < grid.shape[0]
+                      and grid[j] in tried]
+            if around:
+                other = min(around, key=lambda a: tried[a][0])
+                run(float(np.sqrt(best * other)), tried[best][1])
+        finally:
+            op.close()
+            op_val.close()
+        return min(tried, key=lambda a: tried[a][0])
+
+    def _validation_error(self, loss, Y, U, sw):
+        """Score of raw outputs ``U`` on held-out targets ``Y`` (lower is better).
+
+        The weighted mean loss; classifiers put their error rate first
+        (:meth:`DSGClassifier._validation_error`).  Returns a tuple.
+        """
+        w = sw / sw.sum()
+        return (float(w @ loss.loss(np.ascontiguousarray(Y), np.ascontiguousarray(U))),)
 
     def _solve_batch(self, state, solver, problem, n_rows):
         """Run the batch ``solver`` on ``problem`` (of ``n_rows`` rows) into ``state``.
@@ -1341,6 +1454,7 @@ class BaseDSG(BaseEstimator):
         state = self._new_state(X, n_outputs, loss, sw) if first else self._state_copy()
         sw = np.ascontiguousarray(sw)
         Y = self._standardize_targets(state, Y, sw, first=first)
+        self._record_penalty(state)
         order = np.arange(X.shape[0], dtype=np.int64)
         self._run_epoch(state, X, Y, sw, order)
         self._commit(state)

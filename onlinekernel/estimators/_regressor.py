@@ -82,7 +82,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
 
     def __init__(self, loss="squared", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
-                 alpha=1e-6, fit_intercept=True,
+                 alpha="auto", fit_intercept=True,
                  batch_size=64, block_size=256, max_blocks=16, n_components=None,
                  learning_rate="constant", eta0=1.0, t0=100.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,

@@ -60,6 +60,11 @@ class Problem:
         self.K = int(n_outputs)
         self.lam = float(alpha) * self.M
         self.fit_intercept = bool(fit_intercept)
+        self._normal = self._row_gram = None
+
+    #: Whether :meth:`normal_equations` keeps its result for the next call
+    #: (a regularisation path solves the same rows for several ``lam``).
+    keep_normal_equations = False
 
     def raw(self, C, b):
         """Raw outputs ``Phi C + b``, shape ``(n, K)``."""
@@ -121,12 +126,30 @@ class Problem:
         of :meth:`curvature_weights`.  All are sums over rows, so a
         distributed problem adds up its partitions' terms.
         """
+        if self._normal is not None:
+            A, s, h, gC, gb = self._normal
+            return A.copy(), s, h, gC, gb  # the solver overwrites A
         d, G0 = self.curvature_weights()
         gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
         gC = self.features.rmatvec(G0)
         A, s = self.features.gram(d)
         h = float(d.sum()) if self.fit_intercept else 0.0
+        if self.keep_normal_equations:
+            self._normal = (A.copy(), s, h, gC, gb)
         return A, s, h, gC, gb
+
+    def row_gram(self):
+        """``Phi Phi^T`` (``n x n``, float64) of the cached features, for fewer rows than features.
+
+        Kept for the next call like :meth:`normal_equations`.
+        """
+        if self._row_gram is not None:
+            return self._row_gram.copy()
+        Phi = np.asarray(self.features.dense(), dtype=np.float64)  # float32 rounding of
+        K = Phi @ Phi.T  # the products would leave K indefinite at small penalties
+        if self.keep_normal_equations:
+            self._row_gram = K.copy()
+        return K
 
     @staticmethod
     def norm(gC, gb):

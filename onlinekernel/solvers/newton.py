@@ -53,6 +53,10 @@ _STALE_CG = 10
 # Added to the diagonal (relative to its mean) when alpha = 0 leaves the
 # normal equations singular: the minimum-norm-like solution they then give.
 _JITTER = 1e-10
+# Retried in order when rounding leaves the normal equations indefinite: the
+# Gram matrix of features spanning fewer dimensions than their number (Nystrom
+# features beyond the kernel's numerical rank) with a penalty below its rounding.
+_JITTERS = (_JITTER, 1e-8, 1e-6, 1e-4)
 
 
 def _start(problem, coef, intercept):
@@ -105,14 +109,26 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
                          f"{_name(problem.loss)} has curvature={problem.loss.curvature!r}")
     M = problem.M
     n = problem.features.shape[0]
-    if problem.features.cached and n < M:
+    dual = problem.features.cached and n < M
+    if dual:
         d, G0 = problem.curvature_weights()
         gb = G0.sum(axis=0) if problem.fit_intercept else np.zeros(problem.K)
         gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
-        C, b = _cholesky_dual(problem, d, G0)
+    for jitter in _JITTERS:
+        try:
+            if dual:
+                C, b = _cholesky_dual(problem, d, G0, jitter)
+            else:  # (again after a failure: the factorisation overwrote A)
+                A, s, h, gC, gb = problem.normal_equations()
+                C, b = _cholesky_primal(problem, A, s, h, gC, gb, jitter)
+            break
+        except linalg.LinAlgError:
+            continue
     else:
-        A, s, h, gC, gb = problem.normal_equations()
-        C, b = _cholesky_primal(problem, A, s, h, gC, gb)
+        raise linalg.LinAlgError(
+            f"solver 'cholesky': the normal equations are not positive definite even with "
+            f"a jitter of {_JITTERS[-1]:g} x their mean diagonal (non-finite features, or "
+            f"a negative penalty)")
     U = problem.raw(C, b)
     g = Problem.norm(*problem.gradient(C, U))
     g0 = max(Problem.norm(gC, gb), np.finfo(float).tiny)
@@ -127,11 +143,12 @@ def _cho_solve(A, B):
                                               check_finite=False), B, check_finite=False)
 
 
-def _cholesky_primal(problem, A, s, h, gC, gb):
+def _cholesky_primal(problem, A, s, h, gC, gb, jitter=_JITTER):
     """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``).
 
     ``A, s, h, gC, gb`` are :meth:`Problem.normal_equations`'s (``A`` is
-    overwritten).
+    overwritten); ``jitter`` times the mean diagonal is added to the
+    diagonal.
     """
     M = problem.M
     if h > 0:  # eliminate the intercept: the weighted-centred Gram matrix
@@ -139,13 +156,13 @@ def _cholesky_primal(problem, A, s, h, gC, gb):
         rhs = -(gC - np.outer(s, gb) / h)
     else:
         rhs = -gC
-    A[np.diag_indices_from(A)] += problem.lam + _JITTER * max(np.trace(A) / M, 1e-300)
+    A[np.diag_indices_from(A)] += problem.lam + jitter * max(np.trace(A) / M, 1e-300)
     C = _cho_solve(A, rhs)
     b = -(gb + s @ C) / h if h > 0 else np.zeros(problem.K)
     return C, b
 
 
-def _cholesky_dual(problem, d, G0):
+def _cholesky_dual(problem, d, G0, jitter=_JITTER):
     """The same optimum through the ``n x n`` system, for fewer rows than features.
 
     With ``C = Phi^T a`` (the representer theorem on the features) and
@@ -158,9 +175,8 @@ def _cholesky_dual(problem, d, G0):
     r = np.sqrt(d)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(d[:, None] > 0, -G0 / d[:, None], 0.0)
-    Kr = Phi @ Phi.T
-    S = (r[:, None] * np.asarray(Kr, dtype=np.float64)) * r[None, :]
-    S[np.diag_indices(n)] += problem.lam + _JITTER * max(np.trace(S) / n, 1e-300)
+    S = (r[:, None] * problem.row_gram()) * r[None, :]
+    S[np.diag_indices(n)] += problem.lam + jitter * max(np.trace(S) / n, 1e-300)
     factor = linalg.cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
     beta = linalg.cho_solve(factor, r[:, None] * t, check_finite=False)
     b = np.zeros(problem.K)

@@ -58,7 +58,7 @@ _DEFAULT_RIDGE = 1.0
 # must stay w copies of the row); and the penalty where no path runs (SGD,
 # partial_fit, Dask, too few rows to hold some out).
 _ALPHA_PATH = 10.0 ** -np.arange(2.0, 11.0)
-_ALPHA_PATH_PATIENCE = 2  # penalties tried past the best before the path stops
+_ALPHA_PATH_PATIENCE = 1  # penalties tried past the best before the path stops
 _ALPHA_PATH_TOL = 1e-3  # the loosest tol of the path's solves
 _AUTO_ALPHA = 1e-6
 _PRECONDITIONS = ("auto", "eigenpro")

@@ -100,7 +100,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         error (classifiers; the mean loss for regressors) on about
         ``validation_fraction`` of the rows held out, over ``10^-k`` for
         ``k = 2 .. 10``, strongest first, each solve warm-started from the
-        last, stopping two past the best, then the half-decade next to the
+        last, stopping one past the best, then the half-decade next to the
         best; the model is then fitted on all rows with it.  The held-out
         rows are chosen by a seeded hash of their content, so copies of a
         row fall on one side and a weight ``w`` stays ``w`` copies of the

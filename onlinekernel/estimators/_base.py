@@ -60,6 +60,9 @@ _DEFAULT_RIDGE = 1.0
 _ALPHA_PATH = 10.0 ** -np.arange(2.0, 11.0)
 _ALPHA_PATH_PATIENCE = 1  # penalties tried past the best before the path stops
 _ALPHA_PATH_TOL = 1e-3  # the loosest tol of the path's solves
+# Rows the path trains on at most: beyond, a content-chosen subsample, whose
+# penalty is carried to all rows as an SVM's C is (alpha times n is kept).
+_ALPHA_PATH_ROWS = 10_000
 _AUTO_ALPHA = 1e-6
 _PRECONDITIONS = ("auto", "eigenpro")
 # EigenPro (precondition="eigenpro"): the directions corrected and the rows
@@ -1098,12 +1101,21 @@ class BaseDSG(BaseEstimator):
         from the last one's solution; the path stops
         ``_ALPHA_PATH_PATIENCE`` penalties past the best, and the geometric
         mean of the best and its better neighbour is tried last.  The score
-        is :meth:`_validation_error`.  Returns the penalty (``_AUTO_ALPHA``
-        when a side of the split is empty).
+        is :meth:`_validation_error`.  Beyond ``_ALPHA_PATH_ROWS`` training
+        rows the path trains on a content-chosen subsample of about that
+        many, and its penalty is scaled by the subsample's share of the
+        rows' weight (an SVM's ``C`` carried to more rows).  Returns the
+        penalty (``_AUTO_ALPHA`` when a side of the split is empty).
         """
         train, val = content_split(X, state["seed_"], self.validation_fraction)
         if not (train.size and val.size):
             return _AUTO_ALPHA
+        carry = 1.0  # the subsample's penalty -> all rows': alpha * (rows' weight) kept
+        if train.size > _ALPHA_PATH_ROWS:
+            whole = float(sw[train].sum()) + float(sw[val].sum())
+            train = train[content_split(X[train], state["seed_"] + 1,
+                                        _ALPHA_PATH_ROWS / train.size)[1]]
+            carry = float(sw[train].sum()) / whole
         loss = as_cy_loss(self._train_loss(state))
         solve = BATCH_SOLVERS[solver][0]
         # the held-out error settles long before the gradient does
@@ -1150,7 +1162,7 @@ class BaseDSG(BaseEstimator):
         finally:
             op.close()
             op_val.close()
-        return min(tried, key=lambda a: tried[a][0])
+        return min(tried, key=lambda a: tried[a][0]) * carry
 
     def _validation_error(self, loss, Y, U, sw):
         """Score of raw outputs ``U`` on held-out targets ``Y`` (lower is better).

@@ -101,7 +101,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``validation_fraction`` of the rows held out, over ``10^-k`` for
         ``k = 2 .. 10``, strongest first, each solve warm-started from the
         last, stopping one past the best, then the half-decade next to the
-        best; the model is then fitted on all rows with it.  The held-out
+        best (beyond 10,000 training rows, on a subsample of that many, the
+        penalty then scaled to all rows as an SVM's ``C`` is: ``alpha``
+        times the rows is kept); the model is then fitted on all rows with
+        it.  The held-out
         rows are chosen by a seeded hash of their content, so copies of a
         row fall on one side and a weight ``w`` stays ``w`` copies of the
         row.  It costs a few solves more than one penalty (those at strong

@@ -48,8 +48,8 @@ def test_path_picks_a_weak_penalty_for_clean_data_and_a_strong_one_for_noise():
 
 @pytest.mark.parametrize("make", [
     lambda: DSGRegressor(n_components=256, random_state=3),
-    lambda: DSGClassifier(n_components=256, random_state=3),
-    lambda: DSGClassifier(loss="hinge", n_components=256, random_state=3),
+    lambda: DSGClassifier(alpha="auto", n_components=256, random_state=3),
+    lambda: DSGClassifier(loss="hinge", alpha="auto", n_components=256, random_state=3),
 ])
 def test_auto_gives_the_model_of_its_chosen_alpha(make):
     X, y = _sine(800, 0.3)

@@ -92,16 +92,8 @@ def _expected_failed_checks(estimator):
         return {}  # its exact solver: a weight w is exactly w copies of the row
     if type(estimator) in (DSGClassifier, DSGRegressor):
         # fit by a batch solver: the weighted optimum is the repeated rows' optimum
-        if estimator.dtype == "float64" and (estimator.tol <= 1e-10 or
-                                             type(estimator) is DSGRegressor):
-            return {}  # (the regressor's Cholesky solve is exact)
         if estimator.dtype == "float64":
-            reason = ("alpha='auto' picks 1e-3 on the check's data (for the weighted and the "
-                      "repeated rows alike: the held-out rows are chosen by content), where "
-                      "Newton-CG stopping at tol=1e-4 leaves the two fits 1e-6 apart, not "
-                      "1e-7 (alpha=1e-3 given by hand does the same; with tol=1e-10 the check "
-                      "passes: test_classifier_weights_are_repeated_rows)")
-            return {check: reason for check in checks}
+            return {}
         reason = ("float32 features: the weighted and the repeated fits agree to float32 "
                   "rounding (measured 3e-8 absolute), not to the check's rtol 1e-7")
     elif isinstance(estimator, DSGQuantileRegressor):
@@ -120,11 +112,15 @@ def _expected_failed_checks(estimator):
     return {check: reason for check in checks}
 
 
-def test_classifier_weights_are_repeated_rows():
+def test_auto_alpha_keeps_weights_as_repeated_rows():
+    # the held-out rows of alpha="auto" are chosen by content, so a weight w
+    # and w copies split alike (a tight tol: Newton-CG's two optima then
+    # agree to the check's 1e-7; at tol=1e-4 they are 1e-6 apart)
     from sklearn.utils.estimator_checks import (check_sample_weight_equivalence_on_dense_data,
                                                 check_sample_weight_equivalence_on_sparse_data)
-    check_sample_weight_equivalence_on_dense_data("DSGClassifier", DSGClassifier(tol=1e-10))
-    check_sample_weight_equivalence_on_sparse_data("DSGClassifier", DSGClassifier(tol=1e-10))
+    clf = DSGClassifier(alpha="auto", tol=1e-10)
+    check_sample_weight_equivalence_on_dense_data("DSGClassifier", clf)
+    check_sample_weight_equivalence_on_sparse_data("DSGClassifier", clf)
 
 
 def test_quantile_weights_are_repeated_rows():

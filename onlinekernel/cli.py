@@ -382,22 +382,22 @@ def _assignment(text):
     return name.strip(), _value(value)
 
 
-def _gamma(text):
-    if text == "scale":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'scale' or a number, got {text!r}") from None
+def _number_or(word):
+    """An argument type taking a number, or ``word`` as it is."""
+    def parse(text):
+        if text == word:
+            return text
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {word!r} or a number, got {text!r}") from None
+    parse.__name__ = f"number or {word!r}"
+    return parse
 
 
-def _alpha(text):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
+_gamma = _number_or("scale")
+_alpha = _number_or("auto")
 
 
 def _max_blocks(text):
@@ -1202,8 +1202,8 @@ def _parser():
                    help="a feature-map parameter (repeatable), e.g. pairs=true")
     m.add_argument("--gamma", type=_gamma, help="bandwidth, or 'scale' (default)")
     m.add_argument("--alpha", type=_alpha,
-                   help="regularisation strength, or 'auto' (default: chosen on held-out rows "
-                        "where fit runs a batch solver)")
+                   help="regularisation strength, or 'auto': chosen on held-out rows where "
+                        "fit runs a batch solver (the regressors' default)")
     m.add_argument("--batch-size", type=_positive_int, metavar="ROWS",
                    help="rows per training step")
     m.add_argument("--block-size", type=_positive_int, metavar="N",

@@ -35,17 +35,28 @@ def schedule(name, tau, *, eta0, t0, alpha):
     raise ValueError(f"unknown learning_rate {name!r}; choose one of {', '.join(SCHEDULES)}")
 
 
-def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha):
+def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha, eta_min=0.0):
     """Steps for consecutive batches of ``batch_rows`` rows after ``rows_seen`` rows.
 
     Each batch's step is the schedule at the clock time reached by its end,
-    ``(rows seen + its rows) / batch_size``, times ``rows / batch_size``.
+    ``(rows seen + its rows) / batch_size``, floored at ``eta_min`` (a
+    decaying schedule never goes below it, so a model keeps learning on a
+    stream whose concept changes), times ``rows / batch_size``.
 
     Examples
     --------
     >>> step_sizes("inverse", 0, np.array([4, 4, 2]), 4, eta0=1.0, t0=1.0, alpha=0.0)
     array([1. , 0.5, 0.2])
+    >>> step_sizes("inverse", 0, np.array([4, 4, 2]), 4, eta0=1.0, t0=1.0, alpha=0.0,
+    ...            eta_min=0.4)
+    array([1. , 0.5, 0.2])
+    >>> step_sizes("inverse", 8, np.array([4, 4]), 4, eta0=1.0, t0=1.0, alpha=0.0,
+    ...            eta_min=0.3)
+    array([0.33333333, 0.3       ])
     """
     batch_rows = np.asarray(batch_rows, dtype=np.float64)
     tau = (rows_seen + np.cumsum(batch_rows)) / batch_size
-    return schedule(name, tau, eta0=eta0, t0=t0, alpha=alpha) * (batch_rows / batch_size)
+    steps = schedule(name, tau, eta0=eta0, t0=t0, alpha=alpha)
+    if eta_min:
+        steps = np.maximum(steps, eta_min)
+    return steps * (batch_rows / batch_size)

@@ -506,7 +506,7 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
                 real[:, ::1] coef, double[::1] intercept, double[::1] scale,
                 int64_t[::1] counters, real[:, ::1] coef_avg=None,
                 double[::1] intercept_avg=None, int64_t avg_start=-1, int n_jobs=1,
-                Reuse reuse=None):
+                Reuse reuse=None, const double[::1] decay=None):
     """Run ``len(step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
 
     Step ``s`` takes rows ``order[s*B : (s+1)*B]`` and
@@ -514,7 +514,10 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
       2. asks the loss for ``G = dloss/draw (Y, U)``, weighted per row;
       3. shrinks all coefficients by ``(1 - step * alpha)`` through ``scale``
          (a factor <= 0, a step beyond ``1 / alpha``, sets them to zero: the
-         shrink never flips their signs);
+         shrink never flips their signs), and by ``decay[s]`` when given
+         (forgetting: a shrink that does not follow the step size, so that
+         old steps fade geometrically however small the steps are; the
+         intercept is not decayed);
       4. while fewer than ``max_blocks`` blocks exist, adds block ``n_blocks``
          with ``coef = -step / (B F) * Phi^T G``; once the budget is full,
          moves every block by ``-step / (B M) * Phi^T G`` instead (a stochastic
@@ -572,6 +575,12 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
                          "intercept")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+    if decay is not None:
+        if decay.shape[0] != n_steps:
+            raise ValueError("decay must hold one factor per step")
+        for r in range(n_steps):
+            if not 0.0 < decay[r] <= 1.0:
+                raise ValueError("decay factors must be in (0, 1]")
     if reuse is not None and src.single and not reuse.float32_ready(B, F):
         raise ValueError("in float32 models only reuse='all' with preconditioning runs, on "
                          "batches no larger than a block; the other reuse rules and the "
@@ -613,7 +622,7 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
             _train_loop(src, loss, &R, Y, sample_weight, order, B, step_sizes, alpha,
                         max_blocks, fit_intercept, coef, intercept, scale, counters,
                         batch, Yb, U, G, Gr, parts, ws, nt,
-                        coef_avg, intercept_avg, avg_start, keep, reuse)
+                        coef_avg, intercept_avg, avg_start, keep, reuse, decay)
         finally:
             _give_back(src, ws)
             fmap.raise_pending()
@@ -629,13 +638,14 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
                  double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, real[:, ::1] Gr,
                  real[::1] parts, _Workspace ws, int nt,
                  real[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
-                 real[::1] keep_arr, Reuse reuse):
+                 real[::1] keep_arr, Reuse reuse, const double[::1] decay):
     cdef CyFeatureMap fmap = src.fmap
     cdef Py_ssize_t n_rows = order.shape[0], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
     cdef Py_ssize_t s, i, c, j, b0, nb, r, nblk
-    cdef double gamma, factor, cst, sc, inv, acc
+    cdef double gamma, factor, cst, sc, inv, acc, fc
+    cdef bint decaying = decay is not None
     cdef real* keep = &keep_arr[0] if keep_arr is not None else NULL
     cdef real* kept = NULL
     cdef real* P = &parts[0]
@@ -681,11 +691,13 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
 
             gamma = step_sizes[s]
             factor = 1.0 - gamma * alpha
+            # the coefficients' shrink: the penalty's, times the forgetting
+            fc = factor * decay[s] if decaying else factor
             if factor <= 0.0:
                 memset(C0, 0, nblk * F * K * sizeof(real))
                 sc = 1.0
             else:
-                sc = sc * factor
+                sc = sc * fc
                 if sc < MIN_SCALE:
                     for i in range(nblk * F):
                         for c in range(K):
@@ -695,7 +707,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
             if act >= 0:  # reuse modes, preconditioning (onlinekernel._reuse)
                 if real is double:
                     nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, &G[0, 0], K, C0,
-                                       nblk, max_blocks, counters[1], gamma, sc, factor, kept)
+                                       nblk, max_blocks, counters[1], gamma, sc, fc, kept)
                 else:  # float32 models: the preconditioned 'all' steps only (checked)
                     nblk = _precondition_step_f32(src, &ws.w[0], reuse, act, XB, nb,
                                                   &G[0, 0], K, C0, nblk, gamma, sc, kept)

@@ -155,7 +155,8 @@ every estimator, the target scaling of the regressors (``_y_mean``,
 ``fit`` ran (``solver_``) and its iteration count (``n_iter_``), the
 preconditioner of ``precondition="eigenpro"`` (``_eig_vectors``,
 ``_eig_values``, ``_eig_step``, ``_eig_level``: stored, so that training
-resumes exactly); the
+resumes exactly) and, after a drift reaction, the row count at which the
+step schedule's clock restarted (``_clock_start``; absent: 0); the
 estimators that took ``n_epochs`` now take the stopping parameters of
 scikit-learn.  A file with ``n_epochs=N`` (version 1, and the one-class,
 density-ratio and GP models of early version-2 files) loads with it read as
@@ -256,7 +257,7 @@ _FORMAT_ATTRIBUTES = frozenset(_STATE_KEYS) | {
     "classes_", "feature_names_in_", "_blocks", "_built_from"}
 # Fitted attributes of every estimator stored as ``extra`` (format version 2).
 _COMMON_EXTRA = ("_y_mean", "_y_scale", "solver_", "n_iter_", "_eig_vectors", "_eig_values",
-                 "_eig_step", "_eig_level", "alpha_")
+                 "_eig_step", "_eig_level", "alpha_", "_clock_start")
 # scikit-learn's routing and output configuration: not part of a model
 _NOT_STORED = frozenset({"_metadata_request", "_sklearn_output_config"})
 

@@ -74,7 +74,11 @@ _EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
 # State that only some models have (target scaling, EigenPro's preconditioner):
 # copied when present, never replaced by arrays (they do not change once set)
 _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_step",
-                   "_eig_level")
+                   "_eig_level", "_clock_start")
+# What a drift reaction does to the model (see ``BaseDSG._react_to_drift``)
+DRIFT_REACTIONS = ("reset_step", "shrink", "regrow")
+# The factor of drift_reaction="shrink" (measured in benchmarks/drift.py)
+_DRIFT_SHRINK = 0.5
 # Parameters that shape the features or the targets: a model keeps those it
 # was built with, and continuing it (partial_fit, fit with warm_start) after
 # set_params changed one raises rather than ignoring the change.
@@ -376,6 +380,10 @@ class BaseDSG(BaseEstimator):
     # these parameters (DSGClassifier and DSGRegressor do): the plain update.
     reuse = "all"
     reuse_schedule = (1, 0)
+    # No step floor and no forgetting, for estimators without these parameters
+    # (and models pickled before they existed)
+    eta_min = 0.0
+    forgetting = 0.0
     precondition = False
     projection = False
     # Parameters every public estimator takes, as class defaults for models
@@ -435,6 +443,7 @@ class BaseDSG(BaseEstimator):
         self._validate_budget()
         _check_real("eta0", self.eta0, 0.0, strict=True)
         _check_real("t0", self.t0, 0.0, strict=True)
+        self._validate_drift()
         self._validate_stopping()
         _check_int("cache_bytes", self.cache_bytes, 0)
         self._model_dtype()
@@ -471,6 +480,17 @@ class BaseDSG(BaseEstimator):
         if not isinstance(built, dict) or not all(_same(built[k], getattr(self, k))
                                     for k in ("loss", "kernel") if k in built):
             self._check_names()
+
+    def _validate_drift(self):
+        """Check the non-stationary parameters: the step floor and the forgetting."""
+        _check_real("eta_min", self.eta_min, 0.0)
+        f = self.forgetting
+        if not (isinstance(f, numbers.Real) and not isinstance(f, bool) and 0.0 <= f < 1.0):
+            raise ValueError(f"forgetting must be a number in [0, 1) (the fraction of the "
+                             f"coefficients forgotten per row), got {f!r}")
+        if f and self.precondition == "eigenpro":
+            raise ValueError("forgetting cannot be combined with precondition='eigenpro': "
+                             "EigenPro's steps on the full budget follow their own step size")
 
     def _validate_stopping(self):
         """Check the solver and stopping parameters."""
@@ -912,8 +932,14 @@ class BaseDSG(BaseEstimator):
         self._ensure_capacity(state, n_steps)
         rows = np.full(n_steps, B, dtype=np.int64)
         rows[-1] = n - B * (n_steps - 1)
-        steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B,
-                           eta0=self.eta0, t0=self.t0, alpha=alpha)
+        # the schedule's clock starts at the last drift reaction (see _react_to_drift)
+        clock = max(0, state["samples_seen_"] - state.get("_clock_start", 0))
+        steps = step_sizes(self.learning_rate, clock, rows, B, eta0=self.eta0, t0=self.t0,
+                           alpha=alpha, eta_min=self.eta_min)
+        # forgetting is per row, whatever the batches: a row's step fades by
+        # (1 - forgetting) for each row learned after it
+        decay = ((1.0 - self.forgetting) ** rows.astype(np.float64)
+                 if self.forgetting else None)
         state["samples_seen_"] += n
         scale = np.array([state["_scale"]])
         counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
@@ -926,11 +952,57 @@ class BaseDSG(BaseEstimator):
                     alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
                     state["_intercept"], scale, counters, state["_coef_avg"],
                     state["_intercept_avg"], self._average_start(), check_n_jobs(self.n_jobs),
-                    reuse=self._reuse_options(state, alpha))
+                    reuse=self._reuse_options(state, alpha), decay=decay)
         state["_scale"] = float(scale[0])
         state["n_blocks_"] = int(counters[0])
         state["t_"] = int(counters[1])
         state["n_averaged_"] = int(counters[2])
+
+    def _react_to_drift(self, reaction):
+        """React to a detected concept drift: one of ``DRIFT_REACTIONS``, in one step.
+
+        ``"reset_step"`` restarts the step schedule's clock, so that the next
+        steps are as large as the first ones (``eta0``) and decay again from
+        there; the coefficients stay.  ``"shrink"`` does the same and
+        halves the coefficients (the old concept's function loses half its
+        weight at once).  ``"regrow"`` drops every block of features and
+        restarts the clock: the model keeps its intercept and grows its
+        blocks again from the next step, as a new model would (the same
+        random features, from the seed).  Averaging, when on, restarts from
+        the next step.  Like any training call it is transactional and
+        publishes the new state in one step.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from onlinekernel import DSGClassifier
+        >>> X = np.random.default_rng(0).normal(size=(64, 2))
+        >>> clf = DSGClassifier(random_state=0).partial_fit(X, X[:, 0] > 0, classes=[0, 1])
+        >>> clf.n_blocks_
+        2
+        >>> clf._react_to_drift("regrow").n_blocks_
+        0
+        """
+        if reaction not in DRIFT_REACTIONS:
+            raise ValueError(f"unknown drift_reaction {reaction!r}; choose one of "
+                             f"{', '.join(map(repr, DRIFT_REACTIONS))}")
+        with _train_lock(self):
+            check_is_fitted(self, "_coef")
+            state = self._state_copy()
+            state["_clock_start"] = state["samples_seen_"]
+            if reaction == "shrink":
+                state["_scale"] = state["_scale"] * _DRIFT_SHRINK
+            elif reaction == "regrow":
+                state["_coef"][:] = 0.0
+                state["_scale"] = 1.0
+                state["n_blocks_"] = 0
+            if state["n_averaged_"]:
+                # restart the average: its next step takes the iterate as it is
+                state["_coef_avg"][:] = 0.0
+                state["_intercept_avg"] = state["_intercept"].copy()
+                state["n_averaged_"] = 0
+            self._commit(state)
+        return self
 
     def _average_start(self):
         """First step whose iterate is averaged, minus one (-1: no averaging)."""

@@ -156,6 +156,23 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``learning_rate="constant", eta0=1.0``, the DSGRegressor default).
     t0 : float, default=100.0
         Time scale of the step decay, in steps.
+    eta_min : float, default=0.0
+        Floor of the step schedule: a decaying schedule (``"inverse"``,
+        ``"invsqrt"``, ``"pegasos"``) never goes below it, so the model
+        keeps adapting on a stream whose concept changes (drift) instead of
+        freezing as its steps vanish.  In the units of ``eta0`` (a step per
+        full batch); 0 is the plain schedule.  It applies to the stochastic
+        steps (``partial_fit``, ``fit`` with ``solver="sgd"``).
+    forgetting : float, default=0.0
+        Fraction of the coefficients forgotten per row learned, in
+        ``[0, 1)``: each step multiplies them by ``(1 - forgetting) **
+        rows`` besides the penalty's shrink, so a row's contribution fades
+        geometrically with the rows learned after it (half-life ``log(2) /
+        forgetting`` rows), whatever the step size.  Under a full budget
+        with ``reuse="none"`` the block a step overwrites is the oldest,
+        which forgetting has also made the smallest.  For drifting streams;
+        0 remembers everything (the stationary default).  The intercept is
+        not forgotten.
     solver : {"auto", "sgd", "cholesky", "newton-cg", "lbfgs", "dual-cd", "svrg", "sarah"}, default="auto"
         How ``fit`` trains (``partial_fit`` always takes stochastic steps).
         ``"sgd"``: epochs of doubly stochastic gradient steps under the
@@ -420,6 +437,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
                  alpha=1e-6, fit_intercept=True, batch_size=32, block_size=256, max_blocks=16,
                  n_components=None, learning_rate="inverse", eta0=64.0, t0=100.0,
+                 eta_min=0.0, forgetting=0.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,
                  shuffle=True, average=False, reuse="all",

@@ -47,12 +47,9 @@ def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha, eta_
     --------
     >>> step_sizes("inverse", 0, np.array([4, 4, 2]), 4, eta0=1.0, t0=1.0, alpha=0.0)
     array([1. , 0.5, 0.2])
-    >>> step_sizes("inverse", 0, np.array([4, 4, 2]), 4, eta0=1.0, t0=1.0, alpha=0.0,
+    >>> step_sizes("inverse", 0, np.array([4, 4, 4]), 4, eta0=1.0, t0=1.0, alpha=0.0,
     ...            eta_min=0.4)
-    array([1. , 0.5, 0.2])
-    >>> step_sizes("inverse", 8, np.array([4, 4]), 4, eta0=1.0, t0=1.0, alpha=0.0,
-    ...            eta_min=0.3)
-    array([0.33333333, 0.3       ])
+    array([1. , 0.5, 0.4])
     """
     batch_rows = np.asarray(batch_rows, dtype=np.float64)
     tau = (rows_seen + np.cumsum(batch_rows)) / batch_size

@@ -107,16 +107,21 @@ def _fitted(**params):
 
 
 def test_reset_step_restarts_the_schedule_and_keeps_the_coefficients():
-    est, X, y = _fitted(precondition=False)
+    # room in the budget and the plain update: a step scales the old blocks
+    # by exactly (1 - step * alpha), which shows the step taken
+    alpha = 1e-3
+    est, X, y = _fitted(precondition=False, max_blocks=32, alpha=alpha)
     coef = est.coef_.copy()
     est._react_to_drift("reset_step")
     assert np.array_equal(est.coef_, coef) and est._clock_start == est.samples_seen_
-    # the next step is the schedule's first: as large as a new model's
-    seen = est.samples_seen_
-    est.partial_fit(X[:32], y[:32])
-    assert est.samples_seen_ == seen + 32
-    again = clone(est).set_params(learning_rate="constant")
-    assert again.eta0 == est.eta0  # (the first step of "inverse" is eta0)
+    plain = copy.deepcopy(est)
+    del plain._clock_start  # the same model without the reaction
+    for model in (est, plain):
+        model.partial_fit(X[:32], y[:32])
+    rows = coef.shape[0]
+    np.testing.assert_allclose(est.coef_[:rows], coef * (1 - est.eta0 * alpha), rtol=1e-12)
+    decayed = est.eta0 / (1 + 16 / est.t0)  # the schedule at its 17th step
+    np.testing.assert_allclose(plain.coef_[:rows], coef * (1 - decayed * alpha), rtol=1e-12)
 
 
 def test_shrink_halves_the_coefficients_and_regrow_drops_the_blocks():
@@ -232,6 +237,40 @@ def test_adapter_with_a_detector_pickles_and_continues_identically():
         other.learn_one(x, y)
     assert model.drifts_ == other.drifts_ and model.drifts_
     assert np.array_equal(model.model_.coef_, other.model_.coef_)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RiverClassifier(drift_detector=drift.ADWIN(), seed=0),
+    lambda: RiverRegressor(drift_detector=drift.ADWIN(), seed=0)])
+def test_test_then_train_reuses_the_prediction_exactly(make):
+    # predict_one before learn_one lets the detector reuse that prediction:
+    # the same errors, reactions and model as learn_one alone
+    stream = abrupt_stream(1000, 500, 0)
+    if isinstance(make(), RiverRegressor):
+        stream = [(x, float(y) + x["x0"]) for x, y in stream]
+    alone, both = make(), make()
+    for x, y in stream:
+        alone.learn_one(x, y)
+        both.predict_one(x)
+        both.learn_one(x, y)
+    assert alone.drifts_ == both.drifts_ and alone.drifts_
+    assert np.array_equal(alone.model_.coef_, both.model_.coef_)
+
+
+def test_an_adapter_pickled_without_drift_state_still_learns():
+    model = RiverClassifier(seed=0)
+    for x, y in abrupt_stream(100, 100, 0):
+        model.learn_one(x, y)
+    state = model.__getstate__()
+    for key in ("drift_detector", "drift_reaction", "_detector", "_drifts", "_n_learned",
+                "_error_means", "_last"):
+        del state[key]  # as pickled by an earlier version
+    old = RiverClassifier.__new__(RiverClassifier)
+    old.__setstate__(state)
+    x, y = abrupt_stream(1, 1, 1)[0]
+    old.predict_one(x)
+    old.learn_one(x, y)
+    assert old.drifts_ == ()
 
 
 def test_regressor_detects_a_flipped_target_and_regrows():

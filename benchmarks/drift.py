@@ -10,10 +10,11 @@ before, with each drift mechanism of the library?
   ``--change`` rows (5,000), then its opposite (every label flips: the old
   model is as wrong as it can be).  Seeds 0, 1, 2 of the rows; the model's
   seed is 0.
-* **systems**: ``RiverClassifier(seed=0)`` with the adapter's defaults and
-  no reaction (``none``); with ``drift_detector=river.drift.ADWIN()`` and
-  each ``drift_reaction`` (``reset_step``, ``shrink``, ``regrow``); and
-  without a detector but with a step floor (``eta_min``) or forgetting.
+* **systems**: ``RiverClassifier(seed=0)`` with the adapter's defaults but
+  no detector (``none``); with ``drift_detector=river.drift.ADWIN()`` and
+  each ``drift_reaction`` (``reset_step``, ``shrink``, ``regrow``; the
+  classifier's defaults since this measurement are ADWIN and ``regrow``);
+  and without a detector but with a step floor (``eta_min``) or forgetting.
 * **recovery**: the pre-change accuracy is the prequential accuracy over the
   ``--before`` rows (1,000) before the change; the rows to recover are the
   rows after the change until the accuracy over the trailing window of
@@ -62,14 +63,15 @@ def systems():
     from river import drift
 
     from onlinekernel.river import RiverClassifier
-    out = {"none": lambda: RiverClassifier(seed=0)}
+    out = {"none": lambda: RiverClassifier(drift_detector=None, seed=0)}
     for reaction in ("reset_step", "shrink", "regrow"):
         out[f"ADWIN + {reaction}"] = (lambda r=reaction: RiverClassifier(
             drift_detector=drift.ADWIN(), drift_reaction=r, seed=0))
     # the classifier adapter's steps: eta0=16 per batch of 8, decaying after
     # 3,200 rows (6.2 at row 5,000); a floor of 8 holds half of eta0
-    out["eta_min=8"] = lambda: RiverClassifier(eta_min=8.0, seed=0)
-    out["forgetting=3e-4"] = lambda: RiverClassifier(forgetting=3e-4, seed=0)
+    out["eta_min=8"] = lambda: RiverClassifier(drift_detector=None, eta_min=8.0, seed=0)
+    out["forgetting=3e-4"] = lambda: RiverClassifier(drift_detector=None, forgetting=3e-4,
+                                                     seed=0)
     return out
 
 

@@ -179,7 +179,7 @@ def test_a_model_file_without_the_clock_loads_as_never_reset(tmp_path):
 # the River adapter's detector
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("params, error, match", [
-    ({"drift_detector": object()}, TypeError, "drift_detector must be None or a drift detector"),
+    ({"drift_detector": object()}, TypeError, "drift_detector must be None, .adwin. or a drift detector with"),
     ({"drift_reaction": "restart"}, ValueError, "unknown drift_reaction 'restart'"),
 ])
 def test_adapter_rejects_bad_drift_parameters(params, error, match):
@@ -306,7 +306,7 @@ RECOVERY_ROWS = 600
 def test_regrow_recovers_from_an_abrupt_change_within_the_stated_rows():
     stream = abrupt_stream(ROWS, CHANGE, 0)
     rows = {}
-    for name, params in (("none", {}),
+    for name, params in (("none", {"drift_detector": None}),
                          ("regrow", {"drift_detector": drift.ADWIN(),
                                      "drift_reaction": "regrow"})):
         model = RiverClassifier(seed=0, **params)
@@ -336,3 +336,12 @@ def test_benchmark_docstring_examples():
         runner.run(test)
     assert runner.summarize(verbose=False).attempted and not runner.summarize(
         verbose=False).failed
+
+
+def test_the_classifier_adapter_detects_by_default_and_the_regressor_does_not():
+    assert RiverClassifier().drift_detector == "adwin"
+    assert RiverClassifier().drift_reaction == "regrow"
+    assert RiverRegressor().drift_detector is None
+    assert type(RiverClassifier()._detector).__name__ == "ADWIN"
+    with pytest.raises(ValueError, match="drift_detector must be None, 'adwin' or"):
+        RiverClassifier(drift_detector="kswin")

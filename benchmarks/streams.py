@@ -24,8 +24,10 @@ The questions of the streaming issue (14), in one run:
   drifting centroids), ``Hyperplane`` (10 features, 3 drifting) and the
   bundled ``Phishing`` set, for River's ``LogisticRegression`` and
   ``KNNClassifier`` (both behind a ``StandardScaler``), ``ARFClassifier``,
-  ``HoeffdingAdaptiveTreeClassifier`` and ours (``RiverClassifier(seed=0)``),
-  with the ratio of our rows per second to each River model's.
+  ``HoeffdingAdaptiveTreeClassifier`` and ours (``RiverClassifier(seed=0)``:
+  its stream defaults, which since ``benchmarks/drift.py`` include drift
+  detection by ADWIN with the ``"regrow"`` reaction), with the ratio of our
+  rows per second to each River model's.
 
 BLAS is limited to one thread.  Run from the repository root::
 

@@ -179,7 +179,8 @@ def test_a_model_file_without_the_clock_loads_as_never_reset(tmp_path):
 # the River adapter's detector
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("params, error, match", [
-    ({"drift_detector": object()}, TypeError, "drift_detector must be None, .adwin. or a drift detector with"),
+    ({"drift_detector": object()}, TypeError,
+     "drift_detector must be None, .adwin. or a drift detector with"),
     ({"drift_reaction": "restart"}, ValueError, "unknown drift_reaction 'restart'"),
 ])
 def test_adapter_rejects_bad_drift_parameters(params, error, match):

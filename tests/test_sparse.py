@@ -56,6 +56,25 @@ def test_every_map_gives_the_dense_features_on_csr_rows(name, params, dtype):
         np.testing.assert_array_equal(sparse, dense)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_components,pairs", [(67, False), (256, False), (70, True)])
+def test_both_csr_products_give_the_dense_bits(n_components, pairs, dtype):
+    # Rows holding at least d stored entries go through the transposed
+    # frequencies (a contiguous axpy a stored entry), fewer rows through the
+    # gathered ones: the same fma chains, so both are the dense bits -- with
+    # empty rows, and widths that leave remainders of every vector width.
+    X = _sparse_data(n=400, d=50, density=0.08, seed=3).astype(dtype)
+    X[[0, 7, 399]] = 0.0
+    Xs = sp.csr_matrix(X)
+    fmap = get_feature_map("gaussian", n_components=n_components, pairs=pairs).bind(50)
+    dense = fmap.transform_block(2, 1, X, dtype=dtype)
+    np.testing.assert_array_equal(fmap.transform_block(2, 1, Xs, dtype=dtype), dense)
+    assert Xs[:1].nnz < 50 <= Xs.nnz  # one row: the gathered path
+    for i in (0, 1, 2, 7, 399):
+        np.testing.assert_array_equal(fmap.transform_block(2, 1, Xs[i:i + 1], dtype=dtype),
+                                      dense[i:i + 1])
+
+
 def test_unsorted_and_duplicate_entries_are_read_as_scipy_reads_them():
     X = _sparse_data(n=50, d=20)
     coo = sp.coo_matrix(X)

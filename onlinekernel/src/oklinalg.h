@@ -313,8 +313,17 @@ static void ok_cholesky_solve(int64_t n, int64_t k, const double *L, double *B)
  * data[t] and W[j][indices[t]], for W (F x d, row-major).  With sorted,
  * distinct column indices this is bit for bit ok_gemm(X, W^T) on the dense
  * rows: a zero entry leaves the chain exactly as it was.  A row costs
- * nnz * F multiply-adds instead of d * F, whatever d is.  Four chains (four
- * rows of W) run side by side to hide the latency of the gathered loads.
+ * nnz * F multiply-adds instead of d * F, whatever d is.
+ *
+ * Two loops compute these same chains.  The gather loop (few rows: a single
+ * prediction) reads W[j][indices[t]] where it lies, four chains (four rows
+ * of W) side by side; each multiply-add loads a scattered scalar.  The axpy
+ * loop (enough stored entries to pay for transposing W once, nnz >= d)
+ * first copies W into WT (d x F, row-major), so that a stored entry (c, x)
+ * adds x * WT[c][:] -- a contiguous row -- to the output row: the lanes run
+ * across j, each lane's chain still in increasing t, so the bits are the
+ * gather loop's.  Measured on w8a (d = 300, 3.9 % dense, F = 256): the axpy
+ * loop is several times faster per row.
  */
 #define OK_CSR_ROWS(NAME, T, FMA)                                                         \
 static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
@@ -346,30 +355,140 @@ static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,        
         }                                                                                \
     }                                                                                    \
 }
+
+/* WT (d x F, row-major) = W^T for W (F x d, row-major), in 32 x 32 tiles. */
+#define OK_TRANSPOSE(NAME, T)                                                            \
+static void NAME(int64_t F, int64_t d, const T *W, T *WT)                                \
+{                                                                                        \
+    int64_t j0, c0, j, c;                                                                \
+    for (j0 = 0; j0 < F; j0 += 32)                                                       \
+        for (c0 = 0; c0 < d; c0 += 32) {                                                \
+            const int64_t j1 = j0 + 32 < F ? j0 + 32 : F, c1 = c0 + 32 < d ? c0 + 32 : d; \
+            for (j = j0; j < j1; j++)                                                    \
+                for (c = c0; c < c1; c++)                                                \
+                    WT[c * F + j] = W[j * d + c];                                        \
+        }                                                                                \
+}
+OK_TRANSPOSE(ok__transpose_d, double)
+OK_TRANSPOSE(ok__transpose_f, float)
+
+/*
+ * The axpy loop on WT (d x F): 8 registers of W lanes each (one column
+ * panel of 8 W columns) accumulate over the row's entries, then a
+ * narrower pass and scalar chains take the remaining columns.
+ */
+#define OK_CSR_AXPY_PORTABLE(NAME, T, FMA)                                               \
+static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *indices,   \
+                 const T *data, const T *WT, T *out, int64_t ldo)                        \
+{                                                                                        \
+    int64_t i, j, t;                                                                     \
+    for (i = 0; i < n; i++) {                                                            \
+        T *o = out + i * ldo;                                                            \
+        const int64_t t0 = indptr[i], t1 = indptr[i + 1];                                \
+        for (j = 0; j < F; j++)                                                          \
+            o[j] = 0;                                                                    \
+        for (t = t0; t < t1; t++) {                                                      \
+            const T x = data[t];                                                         \
+            const T *w = WT + (int64_t)indices[t] * F;                                   \
+            for (j = 0; j < F; j++)                                                      \
+                o[j] = FMA(x, w[j], o[j]);                                               \
+        }                                                                                \
+    }                                                                                    \
+}
+
 #ifdef OK_LINALG_X86
+#define OK_CSR_AXPY_SIMD(NAME, T, V, W, ZERO, LOAD, SET1, FMADD, STORE, FMA)             \
+__attribute__((target("avx2,fma")))                                                      \
+static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *indices,   \
+                 const T *data, const T *WT, T *out, int64_t ldo)                        \
+{                                                                                        \
+    int64_t i, j, t;                                                                     \
+    for (i = 0; i < n; i++) {                                                            \
+        T *o = out + i * ldo;                                                            \
+        const int64_t t0 = indptr[i], t1 = indptr[i + 1];                                \
+        for (j = 0; j + 8 * W <= F; j += 8 * W) {                                        \
+            V a0 = ZERO(), a1 = ZERO(), a2 = ZERO(), a3 = ZERO();                        \
+            V a4 = ZERO(), a5 = ZERO(), a6 = ZERO(), a7 = ZERO();                        \
+            for (t = t0; t < t1; t++) {                                                  \
+                const V x = SET1(data[t]);                                               \
+                const T *w = WT + (int64_t)indices[t] * F + j;                           \
+                a0 = FMADD(x, LOAD(w), a0);         a1 = FMADD(x, LOAD(w + W), a1);      \
+                a2 = FMADD(x, LOAD(w + 2 * W), a2); a3 = FMADD(x, LOAD(w + 3 * W), a3);  \
+                a4 = FMADD(x, LOAD(w + 4 * W), a4); a5 = FMADD(x, LOAD(w + 5 * W), a5);  \
+                a6 = FMADD(x, LOAD(w + 6 * W), a6); a7 = FMADD(x, LOAD(w + 7 * W), a7);  \
+            }                                                                            \
+            STORE(o + j, a0); STORE(o + j + W, a1);                                      \
+            STORE(o + j + 2 * W, a2); STORE(o + j + 3 * W, a3);                          \
+            STORE(o + j + 4 * W, a4); STORE(o + j + 5 * W, a5);                          \
+            STORE(o + j + 6 * W, a6); STORE(o + j + 7 * W, a7);                          \
+        }                                                                                \
+        for (; j + W <= F; j += W) {                                                     \
+            V a0 = ZERO();                                                               \
+            for (t = t0; t < t1; t++)                                                    \
+                a0 = FMADD(SET1(data[t]), LOAD(WT + (int64_t)indices[t] * F + j), a0);   \
+            STORE(o + j, a0);                                                            \
+        }                                                                                \
+        for (; j < F; j++) {                                                             \
+            T s = 0;                                                                     \
+            for (t = t0; t < t1; t++)                                                    \
+                s = FMA(data[t], WT[(int64_t)indices[t] * F + j], s);                    \
+            o[j] = s;                                                                    \
+        }                                                                                \
+    }                                                                                    \
+}
+OK_CSR_AXPY_SIMD(ok__csr_axpy_d_avx2, double, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd,
+                 _mm256_set1_pd, _mm256_fmadd_pd, _mm256_storeu_pd, fma)
+OK_CSR_AXPY_SIMD(ok__csr_axpy_f_avx2, float, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps,
+                 _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, fmaf)
 /* fma() becomes one instruction where the CPU has FMA; elsewhere a libm call */
 __attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_d_fma, double, fma)
 __attribute__((target("avx2,fma"))) OK_CSR_ROWS(ok__csr_f_fma, float, fmaf)
 #endif
 OK_CSR_ROWS(ok__csr_d_portable, double, fma)
 OK_CSR_ROWS(ok__csr_f_portable, float, fmaf)
+OK_CSR_AXPY_PORTABLE(ok__csr_axpy_d_portable, double, fma)
+OK_CSR_AXPY_PORTABLE(ok__csr_axpy_f_portable, float, fmaf)
 
-#define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE)                                                \
+/*
+ * The dispatcher: the axpy loop when the rows hold at least d stored
+ * entries (the transposition's d * F copies then cost at most the
+ * multiply-adds themselves) and WT's scratch was allocated, else the gather
+ * loop.  Both give the same bits, so the choice never shows in the result.
+ */
+#define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE)           \
 __attribute__((unused))                                                                  \
 static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
                  const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
-    if (ok_linalg_isa() >= 1)                                                            \
+    const int fast = ok_linalg_isa() >= 1;                                               \
+    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= d) {                                  \
+        T *WT = (T *)malloc((size_t)(d * F) * sizeof(T));                                \
+        if (WT != NULL) {                                                                \
+            void (*axpy)(int64_t, int64_t, const int64_t *, const int32_t *, const T *,  \
+                         const T *, T *, int64_t) = AXPY_PORTABLE;                        \
+            if (fast && AXPY_FAST != NULL)                                               \
+                axpy = AXPY_FAST;                                                        \
+            TRANSPOSE(F, d, W, WT);                                                      \
+            axpy(n, F, indptr, indices, data, WT, out, ldo);                             \
+            free(WT);                                                                    \
+            return;                                                                      \
+        }                                                                                \
+    }                                                                                    \
+    if (fast)                                                                            \
         FAST(n, F, d, indptr, indices, data, W, out, ldo);                               \
     else                                                                                 \
         PORTABLE(n, F, d, indptr, indices, data, W, out, ldo);                           \
 }
 #ifdef OK_LINALG_X86
-OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_fma, ok__csr_d_portable)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_fma, ok__csr_f_portable)
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_fma, ok__csr_d_portable,
+              ok__csr_axpy_d_avx2, ok__csr_axpy_d_portable, ok__transpose_d)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_fma, ok__csr_f_portable,
+              ok__csr_axpy_f_avx2, ok__csr_axpy_f_portable, ok__transpose_f)
 #else
-OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable)
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable,
+              NULL, ok__csr_axpy_d_portable, ok__transpose_d)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable,
+              NULL, ok__csr_axpy_f_portable, ok__transpose_f)
 #endif
 
 #endif

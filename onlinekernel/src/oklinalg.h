@@ -318,7 +318,7 @@ static void ok_cholesky_solve(int64_t n, int64_t k, const double *L, double *B)
  * Two loops compute these same chains.  The gather loop (few rows: a single
  * prediction) reads W[j][indices[t]] where it lies, four chains (four rows
  * of W) side by side; each multiply-add loads a scattered scalar.  The axpy
- * loop (enough stored entries to pay for transposing W once, nnz >= d)
+ * loop (enough stored entries to pay for transposing W once, nnz >= 2 d)
  * first copies W into WT (d x F, row-major), so that a stored entry (c, x)
  * adds x * WT[c][:] -- a contiguous row -- to the output row: the lanes run
  * across j, each lane's chain still in increasing t, so the bits are the
@@ -356,16 +356,21 @@ static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,        
     }                                                                                    \
 }
 
-/* WT (d x F, row-major) = W^T for W (F x d, row-major), in 32 x 32 tiles. */
+/*
+ * WT (d x F, row-major) = W^T for W (F x d, row-major), in 8 x 8 tiles whose
+ * writes run along WT's rows (measured, d = 300, F = 256 doubles: 62 us, where
+ * 32 x 32 tiles writing down WT's columns took 200 us: with F a power of two
+ * a column's lines fall in one cache set).
+ */
 #define OK_TRANSPOSE(NAME, T)                                                            \
 static void NAME(int64_t F, int64_t d, const T *W, T *WT)                                \
 {                                                                                        \
     int64_t j0, c0, j, c;                                                                \
-    for (j0 = 0; j0 < F; j0 += 32)                                                       \
-        for (c0 = 0; c0 < d; c0 += 32) {                                                \
-            const int64_t j1 = j0 + 32 < F ? j0 + 32 : F, c1 = c0 + 32 < d ? c0 + 32 : d; \
-            for (j = j0; j < j1; j++)                                                    \
-                for (c = c0; c < c1; c++)                                                \
+    for (j0 = 0; j0 < F; j0 += 8)                                                        \
+        for (c0 = 0; c0 < d; c0 += 8) {                                                 \
+            const int64_t j1 = j0 + 8 < F ? j0 + 8 : F, c1 = c0 + 8 < d ? c0 + 8 : d;     \
+            for (c = c0; c < c1; c++)                                                    \
+                for (j = j0; j < j1; j++)                                                \
                     WT[c * F + j] = W[j * d + c];                                        \
         }                                                                                \
 }
@@ -450,10 +455,13 @@ OK_CSR_AXPY_PORTABLE(ok__csr_axpy_d_portable, double, fma)
 OK_CSR_AXPY_PORTABLE(ok__csr_axpy_f_portable, float, fmaf)
 
 /*
- * The dispatcher: the axpy loop when the rows hold at least d stored
- * entries (the transposition's d * F copies then cost at most the
- * multiply-adds themselves) and WT's scratch was allocated, else the gather
- * loop.  Both give the same bits, so the choice never shows in the result.
+ * The dispatcher: the axpy loop when the rows hold at least 2 d stored
+ * entries and WT's scratch was allocated, else the gather loop.  Measured
+ * (d = 300, F = 256, 12 entries a row, doubles): the transposition costs
+ * about 60 us, the axpy loop 0.7 us and the gather loop 3.5 us a row, so
+ * the axpy loop wins from about 20 rows (240 entries); 2 d leaves a margin
+ * (a cached block is transposed again on every call).  Both give the same
+ * bits, so the choice never shows in the result.
  */
 #define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE)           \
 __attribute__((unused))                                                                  \
@@ -461,7 +469,7 @@ static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,        
                  const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
     const int fast = ok_linalg_isa() >= 1;                                               \
-    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= d) {                                  \
+    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= 2 * d) {                                  \
         T *WT = (T *)malloc((size_t)(d * F) * sizeof(T));                                \
         if (WT != NULL) {                                                                \
             void (*axpy)(int64_t, int64_t, const int64_t *, const int32_t *, const T *,  \

@@ -155,7 +155,9 @@ every estimator, the target scaling of the regressors (``_y_mean``,
 ``fit`` ran (``solver_``) and its iteration count (``n_iter_``), the
 preconditioner of ``precondition="eigenpro"`` (``_eig_vectors``,
 ``_eig_values``, ``_eig_step``, ``_eig_level``: stored, so that training
-resumes exactly) and, after a drift reaction, the row count at which the
+resumes exactly), the penalty trained with (``alpha_``: what ``alpha="auto"``
+chose; absent in files written before it: the model's ``alpha``, or 1e-6 for
+``"auto"``) and, after a drift reaction, the row count at which the
 step schedule's clock restarted (``_clock_start``; absent: 0); the
 estimators that took ``n_epochs`` now take the stopping parameters of
 scikit-learn.  A file with ``n_epochs=N`` (version 1, and the one-class,

@@ -1,7 +1,7 @@
 """Seeded train/validation splits of rows by their content.
 
 A row goes to the validation side by a hash of its non-zero entries (their
-column and bit pattern) and the seed, so equal rows fall on the same side:
+column and float32 bit pattern) and the seed, so equal rows fall on the same side:
 a row of weight ``w`` and ``w`` copies of it split alike (scikit-learn's
 sample-weight equivalence), a duplicated row is never both trained on and
 validated on, and a dense array and its CSR form split alike.
@@ -23,10 +23,14 @@ def _mix(z):
 
 
 def _bits(values):
-    """The bit patterns of float values as uint64."""
-    values = np.ascontiguousarray(values)
-    unsigned = {4: np.uint32, 8: np.uint64}[values.dtype.itemsize]
-    return values.view(unsigned).astype(np.uint64)
+    """The bit patterns of float values, rounded to float32, as uint64.
+
+    Rounded so that inputs a float64 rounding apart (scaled by
+    ``input_scaling`` or by hand) and the float32 copy of the same data
+    split alike, but for values on a float32 rounding boundary.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    return values.view(np.uint32).astype(np.uint64)
 
 
 def row_hashes(X, seed):

@@ -1164,7 +1164,7 @@ class BaseDSG(BaseEstimator):
                                dtype=feature_dtype(solver, X.dtype, self.tol))
 
     def _alpha_path(self, state, solver, X, Y, sw, room):
-        """``alpha="auto"``: the penalty of least validation error, and its solution.
+        """``alpha="auto"``: the penalty of least error on held-out rows.
 
         The batch ``solver`` runs on the rows outside a seeded split by
         content (:func:`onlinekernel._splits.content_split`, about

@@ -60,11 +60,12 @@ class Problem:
         self.K = int(n_outputs)
         self.lam = float(alpha) * self.M
         self.fit_intercept = bool(fit_intercept)
-        self._normal = self._row_gram = None
 
     #: Whether :meth:`normal_equations` keeps its result for the next call
     #: (a regularisation path solves the same rows for several ``lam``).
     keep_normal_equations = False
+    # what is kept (class defaults: a subclass may build its instances alone)
+    _normal = _row_gram = None
 
     def raw(self, C, b):
         """Raw outputs ``Phi C + b``, shape ``(n, K)``."""

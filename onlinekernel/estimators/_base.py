@@ -1184,10 +1184,9 @@ class BaseDSG(BaseEstimator):
             return _AUTO_ALPHA
         carry = 1.0  # the subsample's penalty -> all rows': alpha * (rows' weight) kept
         if train.size > _ALPHA_PATH_ROWS:
-            whole = float(sw[train].sum()) + float(sw[val].sum())
             train = train[content_split(X[train], state["seed_"] + 1,
                                         _ALPHA_PATH_ROWS / train.size)[1]]
-            carry = float(sw[train].sum()) / whole
+            carry = float(sw[train].sum()) / float(sw.sum())
         loss = as_cy_loss(self._train_loss(state))
         solve = BATCH_SOLVERS[solver][0]
         # the held-out error settles long before the gradient does
@@ -1212,9 +1211,8 @@ class BaseDSG(BaseEstimator):
                 tried[alpha] = (self._validation_error(loss, Yv, U, swv), start)
                 return start
 
-            grid = _ALPHA_PATH
             start, since_best = {}, 0
-            for alpha in grid:
+            for alpha in _ALPHA_PATH:
                 try:
                     start = run(float(alpha), start)
                 except np.linalg.LinAlgError:
@@ -1225,9 +1223,9 @@ class BaseDSG(BaseEstimator):
                 since_best = 0 if best == alpha else since_best + 1
                 if since_best >= _ALPHA_PATH_PATIENCE:
                     break
-            i = int(np.flatnonzero(grid == best)[0])
-            around = [grid[j] for j in (i - 1, i + 1) if 0 <= j < grid.shape[0]
-                      and grid[j] in tried]
+            i = int(np.flatnonzero(_ALPHA_PATH == best)[0])
+            around = [_ALPHA_PATH[j] for j in (i - 1, i + 1)
+                      if 0 <= j < _ALPHA_PATH.shape[0] and _ALPHA_PATH[j] in tried]
             if around:
                 other = min(around, key=lambda a: tried[a][0])
                 run(float(np.sqrt(best * other)), tried[best][1])

@@ -1,8 +1,8 @@
 """Helpers shared by the benchmark scripts: machine description, timing, results.
 
-The scripts in ``benchmarks/`` import this module by name (``from _common
-import ...``): run as ``python benchmarks/<script>.py`` the folder is first on
-``sys.path``; the smoke tests add it themselves.
+The benchmark modules import it as ``from ._common import ...`` (they run as
+``python -m benchmarks.<name>`` from the repository root; the tests import
+them as ``from benchmarks import <name>``).
 
 * :func:`machine_info`, :func:`build_info` and :func:`report_header` describe
   where and on which build a benchmark ran;
@@ -12,7 +12,13 @@ import ...``): run as ``python benchmarks/<script>.py`` the folder is first on
 * :func:`write_json` writes a report atomically;
 * :func:`load_dataset` reads ``<data-dir>/<name>.npz`` (``X_train``,
   ``y_train``, ``X_test``, ``y_test``), by default from ``../shared/data``
-  beside the repository.
+  beside the repository (``$ONLINEKERNEL_DATA`` where set);
+* :func:`argument_parser` and the ``add_*`` helpers declare the options the
+  scripts share (``--quick``, ``--data-dir``, ``--output-dir``, ``--seed``,
+  ``--blas-threads``), :func:`fill_quick_defaults` the settings that differ
+  in quick mode;
+* :func:`timed_compiled_steps` is the one diagnostic that reaches below
+  onlinekernel's public API (see there).
 
 Examples
 --------
@@ -22,7 +28,10 @@ Examples
 >>> summarize([3.0, 1.0, 2.0, 10.0])["median"]
 2.5
 """
+import argparse
+import contextlib
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -36,7 +45,8 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
-DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
+# ../shared/data beside the repository, as for the tests; ONLINEKERNEL_DATA overrides
+DEFAULT_DATA_DIR = Path(os.environ.get("ONLINEKERNEL_DATA", REPO.parent / "shared" / "data"))
 
 
 # --------------------------------------------------------------------------- #
@@ -88,14 +98,26 @@ def machine_info():
     return info
 
 
+def compiled_extension():
+    """The newest compiled extension module of the onlinekernel being measured.
+
+    Found by file name under the package's folder (the solver's extension is
+    rebuilt with every compiled change, so the newest file names the build).
+    """
+    import onlinekernel
+    root = Path(onlinekernel.__file__).resolve().parent
+    found = [p for pattern in ("*.so", "*.pyd") for p in root.rglob(pattern)]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
 def build_info():
-    """Which onlinekernel was measured: git commit, local changes, solver file time.
+    """Which onlinekernel was measured: git commit, local changes, compiled extension time.
 
     Read-only git queries (``--no-optional-locks``: never touches the index);
-    None where git or the repository is absent.
+    None where git or the repository is absent.  Call it when the script
+    starts: the extension in memory is the one loaded then, even if a rebuild
+    replaces the file during the run.
     """
-    from onlinekernel import _solver
-
     def git(*cmd):
         try:
             out = subprocess.run(["git", "--no-optional-locks", "-C", str(REPO), *cmd],
@@ -105,23 +127,28 @@ def build_info():
         return out.stdout.strip() if out.returncode == 0 else None
 
     status = git("status", "--porcelain", "--", "onlinekernel", "plugins", "setup.py")
-    solver = Path(_solver.__file__)
+    solver = compiled_extension()
     return {
         "git_commit": git("rev-parse", "HEAD") or None,
         "uncommitted_changes_in_package": None if status is None else bool(status),
-        "solver_extension": solver.name,
-        "solver_extension_mtime_utc": datetime.datetime.fromtimestamp(
+        "solver_extension": solver and solver.name,
+        "solver_extension_mtime_utc": solver and datetime.datetime.fromtimestamp(
             solver.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-def report_header(benchmark, mode):
-    """The fields every benchmark report starts with (load average at start included)."""
+def report_header(benchmark, mode, argv=None):
+    """The fields every benchmark report starts with (load average at start included).
+
+    ``argv``: the arguments ``main`` was given, when not the command line's.
+    """
+    command = ([Path(sys.argv[0]).name] + sys.argv[1:] if argv is None
+               else [f"{benchmark}.py", *argv])
     return {
         "benchmark": benchmark,
         "mode": mode,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "command": " ".join(command),
         "machine": machine_info(),
         "onlinekernel_build": build_info(),
         "load_average_at_start": load_average(),
@@ -189,6 +216,54 @@ def busiest_thread_seconds(before, after):
     return max((after[t] - before.get(t, 0.0) for t in after), default=0.0)
 
 
+@contextlib.contextmanager
+def timed_compiled_steps():
+    """Seconds spent in the DSG estimators' compiled training steps within the block.
+
+    Yields a one-element list that accumulates them, or None when this build
+    has no module-level ``train_steps`` to time.  A diagnostic only (it splits
+    a ``partial_fit`` into the compiled steps and the Python around them):
+    onlinekernel has no public hook for it, so it wraps the private
+    ``onlinekernel.estimators._base.train_steps`` for the duration of the
+    block -- the one place the benchmarks reach a private name.
+    """
+    try:
+        module = importlib.import_module("onlinekernel.estimators._base")
+    except ImportError:
+        module = None
+    original = getattr(module, "train_steps", None)
+    if original is None:
+        yield None
+        return
+    spent = [0.0]
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    module.train_steps = timed
+    try:
+        yield spent
+    finally:
+        module.train_steps = original
+
+
+def onlinekernel_cos_tile():
+    """onlinekernel's compiled cosine kernel ``cos_tile``, or None where this build has none.
+
+    ``limits.py`` measures it beside the machine's reference cosine.  It has
+    no public name (feature maps call it inside their compiled transform), so
+    it is looked up here, by its private module, and nowhere else.
+    """
+    try:
+        return importlib.import_module("onlinekernel._random").cos_tile
+    except (ImportError, AttributeError):
+        return None
+
+
 def summarize(samples):
     """Median, minimum, maximum and count of a list of measurements."""
     a = np.asarray(samples, dtype=np.float64)
@@ -253,6 +328,54 @@ def load_dataset(name, data_dir=DEFAULT_DATA_DIR, dtype=np.float64):
     with np.load(path) as d:
         return (np.ascontiguousarray(d["X_train"], dtype=dtype), d["y_train"],
                 np.ascontiguousarray(d["X_test"], dtype=dtype), d["y_test"])
+
+
+# --------------------------------------------------------------------------- #
+# command lines
+# --------------------------------------------------------------------------- #
+def argument_parser(doc, quick_help=None):
+    """A parser described by ``doc``'s first paragraph, with ``--quick`` (help: ``quick_help``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    return parser
+
+
+def add_data_dir(parser, what="folder of the NAME.npz datasets"):
+    """``--data-dir``: where :func:`load_dataset` reads (default ``../shared/data``)."""
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                        help=f"{what} (default: %(default)s)")
+
+
+def add_output_dir(parser, flag="--output-dir", default=RESULTS_DIR):
+    """The folder the result files go to (``flag``: the script's own option name)."""
+    parser.add_argument(flag, type=Path, default=default,
+                        help="folder of the result files (default: %(default)s)")
+
+
+def add_seed(parser, what="models and data"):
+    parser.add_argument("--seed", type=int, default=0,
+                        help=f"seed of the {what} (default: %(default)s)")
+
+
+def add_blas_threads(parser, what="every contender"):
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help=f"BLAS threads for {what}, 0 for the libraries' default "
+                             "(default: %(default)s)")
+
+
+def fill_quick_defaults(args, **settings):
+    """Set each ``name=(full, quick)`` left None on the command line, by ``args.quick``.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(quick=True, repeats=None, rows=50)
+    >>> vars(fill_quick_defaults(args, repeats=(3, 1), rows=(1000, 100)))
+    {'quick': True, 'repeats': 1, 'rows': 50}
+    """
+    for name, (full, quick) in settings.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    return args
 
 
 def parse_int_list(text):

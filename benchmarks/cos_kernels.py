@@ -33,8 +33,8 @@ loop into libmvec calls) the libmvec rows are skipped with a message.
 
 Run from the repository root, preferably niced on a shared machine::
 
-    nice -n 5 python benchmarks/cos_kernels.py
-    python benchmarks/cos_kernels.py --okcore /path/to/other/okcore.h  # compare a version
+    nice -n 5 python -m benchmarks.cos_kernels
+    python -m benchmarks.cos_kernels --okcore /path/to/other/okcore.h  # compare a version
 
 It writes ``benchmarks/results/cos_kernels.json`` (``--output`` overrides):
 the machine, compiler and flags, every setting, the per-trial times and the
@@ -51,9 +51,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from ._common import REPO, RESULTS_DIR, cpu_model
+
 DEFAULT_OKCORE = REPO / "onlinekernel" / "src" / "okcore.h"
-DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "cos_kernels.json"
+DEFAULT_OUTPUT = RESULTS_DIR / "cos_kernels.json"
 
 # The flags setup.py gives the extension modules (kept in step by hand).
 LIBRARY_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
@@ -206,16 +207,6 @@ def _run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def _cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def build(cc, okcore, workdir):
     """Compile the harness (and the libmvec loop when possible); return (exe, mvec note)."""
     harness = workdir / "harness.c"
@@ -305,7 +296,7 @@ def main(argv=None):
     report = {
         "benchmark": "cos_kernels",
         "date": started.isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "cpu": _cpu_model(),
+        "machine": {"platform": platform.platform(), "cpu": cpu_model(),
                     "cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "load_average_start": load_start, "load_average_end": load_end},
         "compiler": {"path": cc, "version": cc_version[0] if cc_version else "",

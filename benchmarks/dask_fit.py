@@ -30,38 +30,19 @@ the load average at the start and at the end.
 
 Writes ``results/dask_fit.json`` (``--quick``: ``dask_fit_quick.json``).
 """
-import argparse
-import contextlib
 import importlib
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset, report_header,
-                     write_json)
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_average, load_dataset,
+                      report_header, write_json)
 
 MODELS = {
     "ridge": {"loss": "squared", "solver": "cholesky", "alpha": 1e-6},
     "logistic": {"loss": "logistic", "solver": "newton-cg", "alpha": 1e-6, "tol": None,
                  "max_iter": 3},
 }
-
-
-@contextlib.contextmanager
-def _this_folder_last():
-    """``sys.path`` with ``benchmarks/`` last: a script's name must not shadow a package
-    dask imports (here and in the worker processes, which start with this process's path
-    and import this script, which needs ``_common``)."""
-    here = Path(__file__).resolve().parent
-    saved = sys.path[:]
-    ours = [p for p in sys.path if Path(p or ".").resolve() == here]
-    sys.path[:] = [p for p in sys.path if p not in ours] + ours
-    try:
-        yield
-    finally:
-        sys.path[:] = saved
 
 
 def _classifier(model, n_components, seed):
@@ -72,11 +53,10 @@ def _classifier(model, n_components, seed):
 
 def timed_cluster_fit(workers, X, y, partitions, model, n_components, seed):
     """``(seconds, fitted model)`` of the fit on a LocalCluster of ``workers`` 1-thread processes."""
-    with _this_folder_last():
-        import dask.array as da
-        from distributed import Client, LocalCluster, wait
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
     rows = -(-X.shape[0] // partitions)
     with cluster, Client(cluster) as client:
         Xd = da.from_array(X, chunks=(rows, X.shape[1]))
@@ -135,16 +115,14 @@ def run(dataset, data_dir, rows, partitions, model, n_components, seed=0, log=pr
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    parser = argument_parser(__doc__, "2,000 rows and 256 features: seconds, for the smoke test")
+    add_data_dir(parser)
     parser.add_argument("--dataset", default="covtype_binary")
     parser.add_argument("--rows", type=int, default=None, help="training rows used (all)")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--model", choices=sorted(MODELS), default="ridge")
     parser.add_argument("--n-components", type=int, default=1024)
-    parser.add_argument("--quick", action="store_true",
-                        help="2,000 rows and 256 features: seconds, for the smoke test")
-    parser.add_argument("--output-dir", default=RESULTS_DIR)
+    add_output_dir(parser)
     args = parser.parse_args(argv)
     rows, M = (2000, 256) if args.quick else (args.rows, args.n_components)
     report = report_header("dask_fit", "quick" if args.quick else "full")

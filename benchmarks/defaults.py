@@ -38,10 +38,10 @@ and merged (``--merge-from``).
 Run from the repository root (about 25 minutes on 2 busy cores; the two
 tasks may run side by side)::
 
-    nice -n 10 python benchmarks/defaults.py --task classification
-    nice -n 10 python benchmarks/defaults.py --task regression --merge
-    python benchmarks/defaults.py --report-only       # redo the tables
-    nice -n 10 python benchmarks/defaults.py --quick  # smoke run
+    nice -n 10 python -m benchmarks.defaults --task classification
+    nice -n 10 python -m benchmarks.defaults --task regression --merge
+    python -m benchmarks.defaults --report-only       # redo the tables
+    nice -n 10 python -m benchmarks.defaults --quick  # smoke run
 
 Examples
 --------
@@ -55,17 +55,14 @@ Examples
 >>> s[1]["worst"]["dataset"], round(s[1]["worst"]["gap"], 2)
 ('a', 1.0)
 """
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset,  # noqa: E402
-                     report_header, write_json)
+from ._common import (RESULTS_DIR, add_data_dir, argument_parser, load_average, load_dataset,
+                      report_header, write_json)
 
 CLASSIFICATION = ["ijcnn1", "covtype_binary_sub20k", "magic04", "a9a", "w8a", "letter",
                   "pendigits", "usps"]
@@ -279,11 +276,11 @@ def markdown(report):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argument_parser(__doc__, "2 candidates, 1 data set per task, 1000 rows, 1 pass")
     ap.add_argument("--task", choices=("classification", "regression", "both"), default="both")
     ap.add_argument("--datasets", nargs="*", help="a subset of the task's data sets")
     ap.add_argument("--configs", nargs="*", help="a subset of the candidates, by name")
-    ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    add_data_dir(ap)
     ap.add_argument("--max-train", type=int, default=10000)
     ap.add_argument("--max-val", type=int, default=4000)
     ap.add_argument("--tie", type=float, default=0.25, help="pp of error that count as a tie")
@@ -296,8 +293,6 @@ def main(argv=None):
                     help="only redo the ranking and the tables of the output file")
     ap.add_argument("--merge-from", nargs="*", default=[],
                     help="also take the measurements of these result files (parallel runs)")
-    ap.add_argument("--quick", action="store_true",
-                    help="2 candidates, 1 data set per task, 1000 rows, 1 pass")
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits

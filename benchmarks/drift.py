@@ -29,21 +29,20 @@ before, with each drift mechanism of the library?
 
 Run from the repository root::
 
-    python benchmarks/drift.py            # a few minutes
-    python benchmarks/drift.py --quick    # seconds
+    python -m benchmarks.drift            # a few minutes
+    python -m benchmarks.drift --quick    # seconds
 
 Writes ``benchmarks/results/drift.json`` and ``drift.md`` (``drift_quick.*``
 with ``--quick``) and the figure ``drift.png`` (windowed prequential
 accuracy around the change, seed 0).
 """
-import argparse
 import itertools
 import warnings
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import RESULTS_DIR, make_logger, report_header, write_results
+from ._common import add_output_dir, argument_parser, make_logger, report_header, write_results
 
 D = 4
 
@@ -211,7 +210,7 @@ def markdown(report):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argument_parser(__doc__, "2,000 rows, change at 1,000, one seed, 500-row River streams")
     ap.add_argument("--rows", type=int, help="rows of the abrupt stream (10,000)")
     ap.add_argument("--change", type=int, help="the row where the labels flip (5,000)")
     ap.add_argument("--before", type=int, default=1000)
@@ -220,9 +219,7 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, help="seeds of the abrupt stream (3)")
     ap.add_argument("--river-rows", type=int, help="(20,000)")
     ap.add_argument("--no-river", action="store_true")
-    ap.add_argument("--quick", action="store_true",
-                    help="2,000 rows, change at 1,000, one seed, 500-row River streams")
-    ap.add_argument("--out-dir", default=str(RESULTS_DIR))
+    add_output_dir(ap, "--out-dir")
     args = ap.parse_args(argv)
     defaults = (2000, 1000, 1, 500) if args.quick else (10_000, 5000, 3, 20_000)
     for name, value in zip(("rows", "change", "seeds", "river_rows"), defaults):

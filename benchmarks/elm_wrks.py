@@ -29,23 +29,22 @@ included).
 
 Run from the repository root::
 
-    python benchmarks/elm_wrks.py           # M = 1024, 8,000 training rows, about 5 minutes
-    python benchmarks/elm_wrks.py --quick   # M = 128, 1,000 rows, two parameter values
+    python -m benchmarks.elm_wrks           # M = 1024, 8,000 training rows, about 5 minutes
+    python -m benchmarks.elm_wrks --quick   # M = 128, 1,000 rows, two parameter values
 """
-import argparse
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger,
-                     report_header, write_results)
 from onlinekernel import (DSGClassifier, DSGRegressor, ExtremeLearningMachineClassifier,
                           ExtremeLearningMachineRegressor, WeightedKitchenSinksClassifier,
                           WeightedKitchenSinksRegressor)
+
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
+                      report_header, write_results)
 
 DATASETS = ("cadata", "kin8nm", "ijcnn1")
 REGRESSION = ("cadata", "kin8nm", "kin40k", "cpusmall", "abalone", "protein", "power_plant",
@@ -83,27 +82,17 @@ def error(model, X, y, regression):
 def factories(regression, M, max_iter_sgd, wrks_iter, seed=0):
     """Each method's model for a value of its tuned parameter (None: not tuned)."""
     if regression:
-        return {
-            "ELM": (lambda a: ExtremeLearningMachineRegressor(
-                n_components=M, block_size=min(256, M), alpha=a, random_state=seed), ALPHAS, "alpha"),
-            "WRKS": (lambda r: WeightedKitchenSinksRegressor(
-                n_components=M, block_size=min(256, M), radius=r, max_iter=wrks_iter, tol=1e-4, random_state=seed),
-                RADII, "radius"),
-            "ridge": (lambda a: DSGRegressor(n_components=M, block_size=min(256, M), alpha=a, solver="cholesky",
-                                             random_state=seed), ALPHAS, "alpha"),
-            "SGD": (lambda _: DSGRegressor(n_components=M, block_size=min(256, M), solver="sgd", max_iter=max_iter_sgd,
-                                           random_state=seed), (None,), None),
-        }
+        elm, wrks, dsg, ridge = (ExtremeLearningMachineRegressor, WeightedKitchenSinksRegressor,
+                                 DSGRegressor, {})
+    else:  # the ridge classifier: one squared-loss output per class
+        elm, wrks, dsg, ridge = (ExtremeLearningMachineClassifier, WeightedKitchenSinksClassifier,
+                                 DSGClassifier, {"loss": "squared"})
+    common = {"n_components": M, "block_size": min(256, M), "random_state": seed}
     return {
-        "ELM": (lambda a: ExtremeLearningMachineClassifier(
-            n_components=M, block_size=min(256, M), alpha=a, random_state=seed), ALPHAS, "alpha"),
-        "WRKS": (lambda r: WeightedKitchenSinksClassifier(
-            n_components=M, block_size=min(256, M), radius=r, max_iter=wrks_iter, tol=1e-4, random_state=seed),
-            RADII, "radius"),
-        "ridge": (lambda a: DSGClassifier(loss="squared", n_components=M, block_size=min(256, M), alpha=a,
-                                          solver="cholesky", random_state=seed), ALPHAS, "alpha"),
-        "SGD": (lambda _: DSGClassifier(n_components=M, block_size=min(256, M), solver="sgd", max_iter=max_iter_sgd,
-                                        random_state=seed), (None,), None),
+        "ELM": (lambda a: elm(**common, alpha=a), ALPHAS, "alpha"),
+        "WRKS": (lambda r: wrks(**common, radius=r, max_iter=wrks_iter, tol=1e-4), RADII, "radius"),
+        "ridge": (lambda a: dsg(**ridge, **common, alpha=a, solver="cholesky"), ALPHAS, "alpha"),
+        "SGD": (lambda _: dsg(**common, solver="sgd", max_iter=max_iter_sgd), (None,), None),
     }
 
 
@@ -180,15 +169,31 @@ def markdown(report):
     return "\n".join(lines)
 
 
+def parse_args(doc, argv, datasets, *options):
+    """The options of this script and of ``nystrom.py``: ``--data-dir``,
+    ``--datasets``, ``--n-features``, the integer ``options`` (default None),
+    ``--max-train``, ``--quick`` and ``--output-dir``."""
+    parser = argument_parser(doc)
+    add_data_dir(parser)
+    parser.add_argument("--datasets", nargs="+", default=list(datasets))
+    for option in ("--n-features", *options, "--max-train"):
+        parser.add_argument(option, type=int, default=None)
+    add_output_dir(parser)
+    return parser.parse_args(argv)
+
+
+def run_datasets(args, report, max_train, run, **prepare_kw):
+    """``run(name, X, y, Xt, yt, regression)`` on each prepared dataset, one BLAS thread;
+    then the report's files."""
+    report["datasets"] = []
+    with threadpool_limits(1):
+        for name in args.datasets:
+            X, y, Xt, yt, regression = prepare(name, args.data_dir, max_train, **prepare_kw)
+            report["datasets"].append(run(name, X, y, Xt, yt, regression))
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--n-features", type=int, default=None)
-    parser.add_argument("--max-train", type=int, default=None)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv, DATASETS)
     log = make_logger()
     M = args.n_features or (128 if args.quick else 1024)
     max_train = args.max_train or (1000 if args.quick else 8000)
@@ -199,12 +204,8 @@ def main(argv=None):
     report["settings"] = {"n_features": M, "max_train": max_train, "alphas": ALPHAS[:grid],
                           "radii": RADII[:grid], "max_iter_sgd": max_iter_sgd,
                           "wrks_max_iter": wrks_iter}
-    report["datasets"] = []
-    with threadpool_limits(1):
-        for name in args.datasets:
-            X, y, Xt, yt, regression = prepare(name, args.data_dir, max_train)
-            report["datasets"].append(run_dataset(name, X, y, Xt, yt, regression, M, grid,
-                                                  max_iter_sgd, wrks_iter, log))
+    run_datasets(args, report, max_train, lambda *data: run_dataset(
+        *data, M, grid, max_iter_sgd, wrks_iter, log))
     write_results(report, args.output_dir, args.quick, markdown, log)
     return report
 

@@ -26,51 +26,39 @@ with the BLAS libraries' default thread count.
 
 Run from the repository root::
 
-    python benchmarks/first_benchmark.py            # full run (1.5-3 minutes)
-    python benchmarks/first_benchmark.py --quick    # smoke run on subsamples
+    python -m benchmarks.first_benchmark            # full run (1.5-3 minutes)
+    python -m benchmarks.first_benchmark --quick    # smoke run on subsamples
 """
-import argparse
-import datetime
-import json
-import os
-import platform
-import subprocess
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
-import sklearn
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import SGDClassifier
 from threadpoolctl import threadpool_info, threadpool_limits
 
-import onlinekernel
 from onlinekernel import DSGClassifier
-from onlinekernel import _solver
-from onlinekernel._solver import predict_raw
-from onlinekernel.estimators import _base as dsg_base
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_OUTPUT_DIR = Path(__file__).resolve().parent / "results"
+from ._common import (RESULTS_DIR, add_blas_threads, add_data_dir, add_seed, argument_parser,
+                      fill_quick_defaults, load_average, load_dataset, report_header,
+                      timed_compiled_steps, write_json)
+
 CLASSES = np.array([-1, 1])
 
 
 # --------------------------------------------------------------------------- #
 # data
 # --------------------------------------------------------------------------- #
-def load_ijcnn1(data_dir):
-    path = Path(data_dir) / "ijcnn1.npz"
-    if not path.is_file():
-        sys.exit(f"first_benchmark: {path} not found. Pass --data-dir pointing to the folder "
-                 f"that holds ijcnn1.npz (default: {DEFAULT_DATA_DIR}).")
-    with np.load(path) as d:
+def load_ijcnn1(data_dir, script="first_benchmark"):
+    """ijcnn1's splits; a missing file stops ``script`` with a message."""
+    try:
         # Both libraries get float64, C-contiguous data (scikit-learn's default dtype);
         # the conversion happens here, outside every timed region.
-        return (np.ascontiguousarray(d["X_train"], dtype=np.float64), d["y_train"].astype(np.int64),
-                np.ascontiguousarray(d["X_test"], dtype=np.float64), d["y_test"].astype(np.int64))
+        X, y, Xt, yt = load_dataset("ijcnn1", data_dir)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"{script}: {exc}") from None
+    return X, y.astype(np.int64), Xt, yt.astype(np.int64)
 
 
 def make_shells(n_train, n_test, d=32, noise=0.02, seed=0):
@@ -272,39 +260,28 @@ def profile_onlinekernel(X, y, gamma, cfg, rounds):
     Each round trains one pass with ``train_steps`` wrapped by a timer (the
     compiled steps versus the Python around them: validation, target
     encoding, state copies), then replays the prediction half of every step
-    — ``predict_raw`` of each ``batch_size``-row batch with all the model's
-    blocks, which is what a step computes before its gradient — on the
-    trained model.  The rest of the compiled time is the gradient half
+    — ``decision_function`` of each ``batch_size``-row batch with all the
+    model's blocks, which is what a step computes before its gradient (plus
+    the public call's input checks) — on the trained model.  The rest of the compiled time is the gradient half
     (features evaluated a second time, the transposed product, the updates).
     Times are the minima over the rounds (the least disturbed by other load).
     """
-    original = dsg_base.train_steps
     totals, steps, replays = [], [], []
     for _ in range(rounds):
-        spent = [0.0]
-
-        def timed_train_steps(*args):
-            t0 = time.perf_counter()
-            try:
-                return original(*args)
-            finally:
-                spent[0] += time.perf_counter() - t0
-
         runner = make_runner("onlinekernel", gamma, cfg)
-        dsg_base.train_steps = timed_train_steps
-        try:
+        with timed_compiled_steps() as spent:
             _, total = timed(runner.train_pass, X, y)
-        finally:
-            dsg_base.train_steps = original
+        if spent is None:
+            break
         m = runner.model
         B = m.batch_size
         t0 = time.perf_counter()
         for s in range(0, X.shape[0], B):
-            predict_raw(m._blocks, X[s:s + B], m._coef, m.n_blocks_, m._scale, m.intercept_)
+            m.decision_function(X[s:s + B])
         replays.append(time.perf_counter() - t0)
         totals.append(total)
         steps.append(spent[0])
-    if not all(steps):
+    if not steps or not all(steps):
         return {"available": False,
                 "reason": "onlinekernel.estimators._base did not call its module-level "
                           "train_steps, so the compiled time could not be separated"}
@@ -327,7 +304,7 @@ def profile_onlinekernel(X, y, gamma, cfg, rounds):
         "per_round": {"train_pass_s": totals, "compiled_train_steps_s": steps,
                       "predict_half_replay_s": replays},
         "method": ("train_pass_s: min over rounds; python_overhead_s: median over rounds of the "
-                   "time outside train_steps; predict_half_s: min over rounds of predict_raw "
+                   "time outside train_steps; predict_half_s: min over rounds of decision_function "
                    "replayed on every batch_size-row batch at the full budget (the first "
                    "max_blocks steps have fewer blocks, so this slightly over-estimates it); "
                    "gradient_and_update_s: the remainder of the compiled time"),
@@ -350,53 +327,6 @@ def default_threads_predict(models, X_test, rows, cfg):
 # --------------------------------------------------------------------------- #
 # reporting
 # --------------------------------------------------------------------------- #
-def build_info():
-    """Which onlinekernel was measured: git commit, local changes, compiled solver file.
-
-    Read when the script starts (the extension in memory is the one loaded then,
-    even if a rebuild replaces the file during the run).
-    """
-    def git(*cmd):
-        try:
-            return subprocess.run(["git", "-C", str(REPO), *cmd], capture_output=True,
-                                  text=True, timeout=10).stdout.strip() or None
-        except (OSError, subprocess.SubprocessError):
-            return None
-    solver = Path(_solver.__file__)
-    status = git("status", "--porcelain", "--", "onlinekernel", "plugins", "setup.py")
-    return {
-        "git_commit": git("rev-parse", "HEAD"),
-        "uncommitted_changes_in_package": bool(status),
-        "solver_extension": solver.name,
-        "solver_extension_mtime_utc": datetime.datetime.fromtimestamp(
-            solver.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def machine_info():
-    cpu_model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": cpu_model or platform.processor(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scikit-learn": sklearn.__version__,
-        "onlinekernel": onlinekernel.__version__,
-        "blas": [dict({k: i.get(k) for k in ("internal_api", "version", "num_threads")},
-                      library=Path(i.get("filepath", "")).name)
-                 for i in threadpool_info()],
-    }
-
-
 def markdown_table(results, passes):
     multi = f"acc {passes} passes: ok / sk | " if passes > 1 else ""
     hdr = (f"| dataset | n_train | M | acc 1 pass: ok / sk | {multi}linear 1 pass | "
@@ -421,15 +351,12 @@ def markdown_table(results, passes):
 # main
 # --------------------------------------------------------------------------- #
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help="folder holding ijcnn1.npz (default: %(default)s)")
+    p = argument_parser(__doc__, "smoke run: 10000 train / 10000 test rows of ijcnn1, "
+                                 "20000 / 5000 synthetic rows, one repeat")
+    add_data_dir(p, "folder holding ijcnn1.npz")
     p.add_argument("--output", type=Path, default=None,
                    help="JSON file to write (default: benchmarks/results/first_benchmark.json, "
                         "or first_benchmark_quick.json with --quick)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 10000 train / 10000 test rows of ijcnn1, 20000 / 5000 "
-                        "synthetic rows, one repeat")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed one-pass repeats per library (default 2, 1 with --quick); the "
                         "libraries alternate which one runs first, so an even count is balanced")
@@ -447,23 +374,14 @@ def parse_args(argv=None):
                    help="synthetic training rows (default 100000, 20000 with --quick)")
     p.add_argument("--synthetic-test", type=int, default=None,
                    help="synthetic test rows (default 20000, 5000 with --quick)")
-    p.add_argument("--blas-threads", type=int, default=1,
-                   help="BLAS threads for the main measurement, 0 for the libraries' "
-                        "default (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the models, the data orders and the synthetic data "
-                        "(default: %(default)s)")
-    args = p.parse_args(argv)
-    if args.repeats is None:
-        args.repeats = 1 if args.quick else 2
-    if args.synthetic_train is None:
-        args.synthetic_train = 20_000 if args.quick else 100_000
-    if args.synthetic_test is None:
-        args.synthetic_test = 5_000 if args.quick else 20_000
+    add_blas_threads(p, "the main measurement")
+    add_seed(p, "models, the data orders and the synthetic data")
+    args = fill_quick_defaults(p.parse_args(argv), repeats=(2, 1),
+                               synthetic_train=(100_000, 20_000), synthetic_test=(20_000, 5_000))
     if args.repeats < 1 or args.passes < 1:
         p.error("--repeats and --passes must be >= 1")
     if args.output is None:
-        args.output = DEFAULT_OUTPUT_DIR / ("first_benchmark_quick.json" if args.quick
+        args.output = RESULTS_DIR / ("first_benchmark_quick.json" if args.quick
                                             else "first_benchmark.json")
     return args
 
@@ -471,8 +389,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
-    load_at_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    build = build_info()
+    # now: the extension in memory is the one loaded at the start
+    header = report_header("first_benchmark", "quick" if args.quick else "full")
 
     def log(msg):
         print(f"[{time.perf_counter() - started:6.1f}s] {msg}", flush=True)
@@ -551,21 +469,15 @@ def main(argv=None):
     diag = default_threads_predict(ij_models, X_te, 4096, cfg)
 
     report = {
-        "benchmark": "first_benchmark",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
-        "machine": machine_info(),
-        "onlinekernel_build": build,
-        "load_average_at_start": load_at_start,
-        "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        **header,
+        "load_average_at_end": load_average(),
         "settings": cfg,
         "results": results,
         "onlinekernel_profile": profile,
         "default_blas_threads_predict_ijcnn1": diag,
         "wall_time_s": time.perf_counter() - started,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.output, report)
 
     print()
     print(f"ok = onlinekernel DSGClassifier, sk = scikit-learn RBFSampler + SGDClassifier; "

@@ -21,10 +21,9 @@ raw against standardised targets.  BLAS is limited to one thread.
 
 Run from the repository root::
 
-    python benchmarks/fixed_features.py           # about 2 minutes on 2 busy cores
-    python benchmarks/fixed_features.py --quick   # 2000-row subsamples, one seed
+    python -m benchmarks.fixed_features           # about 2 minutes on 2 busy cores
+    python -m benchmarks.fixed_features --quick   # 2000-row subsamples, one seed
 """
-import argparse
 import math
 import time
 
@@ -32,9 +31,10 @@ import numpy as np
 from sklearn.kernel_ridge import KernelRidge
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset, make_logger,
-                     report_header, write_json)
 from onlinekernel import DSGRegressor, FixedFeatureRegressor
+
+from ._common import (RESULTS_DIR, add_data_dir, argument_parser, load_average, load_dataset,
+                      make_logger, report_header, write_json)
 
 DATASETS = ("kin8nm", "cadata", "cpusmall")
 KRR_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0)
@@ -88,12 +88,11 @@ def _krr(X, y, Xt, yt, ym, ys, gamma, max_rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    parser = argument_parser(__doc__)
+    add_data_dir(parser)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--krr-rows", type=int, default=8000)
-    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     log = make_logger()

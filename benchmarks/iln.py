@@ -52,13 +52,12 @@ Fixed-Random.
 
 Run from the repository root (with ``nice -n 10`` on a shared machine)::
 
-    python benchmarks/iln.py            # full run, about 4 minutes on 2 cores
-    python benchmarks/iln.py --quick    # smoke run, well under a minute
+    python -m benchmarks.iln            # full run, about 4 minutes on 2 cores
+    python -m benchmarks.iln --quick    # smoke run, well under a minute
 
 The full run writes ``benchmarks/results/iln.json`` and ``iln.png``, the
 quick run ``iln_quick.json`` and ``iln_quick.png``.
 """
-import argparse
 import json
 import os
 import platform
@@ -70,9 +69,9 @@ import numpy as np
 
 import onlinekernel
 from onlinekernel import DSGRegressor, FeatureMap, ShrinkingGradientRegressor, get_feature_map
-from onlinekernel._featuremap import as_cy_feature_map
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from ._common import RESULTS_DIR, add_seed, argument_parser
+
 METHODS = ("fixed_sgd", "fixed_ls", "dsg", "shrinking")
 # References that use the closed-form kernel (where there is one): the
 # Shrinking Gradient with exact inner products, and kernel ridge regression.
@@ -157,15 +156,27 @@ def _rel(pred, y):
     return err if np.isfinite(err) else float("inf")
 
 
+def _block_features(fmap, seed, X):
+    """Block 0's features of the bound map ``fmap`` on ``X``.
+
+    A compiled map evaluates them itself; a Python :class:`FeatureMap`
+    through its protocol (``generate_params``, then ``features``), as the
+    solver's adapter calls it.
+    """
+    if isinstance(fmap, FeatureMap):
+        return fmap.features(fmap.generate_params(seed, 0), X)
+    return fmap.transform_block(seed, 0, X)
+
+
 def _features(fmap, seed, X):
-    return fmap.transform_block(seed, 0, X) / np.sqrt(fmap.n_components)
+    return _block_features(fmap, seed, X) / np.sqrt(fmap.n_components)
 
 
 def run_fixed(make_map, data, r, seed, etas):
     """One-pass SGD (last and averaged iterate) and ridge least squares on ``r``
     fixed features (numpy)."""
     (X, y), (Xv, yv), (Xt, yt) = data
-    fmap = as_cy_feature_map(make_map(r)).bind(X.shape[1])
+    fmap = make_map(r).bind(X.shape[1])
     Z, Zv, Zt = (_features(fmap, seed, A) for A in (X, Xv, Xt))
     sgd = []
     T = X.shape[0]
@@ -223,10 +234,9 @@ def _sg_readout(model, Xt, R, seed):
     """The learned average evaluated with only ``R`` random features (numpy)."""
     fmap = model.feature_map_
     base = getattr(fmap, "map_obj", fmap)  # a Python map runs through an adapter
-    small = as_cy_feature_map(type(base)(**dict(base.get_params(), n_components=R)))
-    small.bind(Xt.shape[1])
-    Zs = small.transform_block(seed, 0, model.support_vectors_)
-    Zt = small.transform_block(seed, 0, Xt)
+    small = type(base)(**dict(base.get_params(), n_components=R)).bind(Xt.shape[1])
+    Zs = _block_features(small, seed, model.support_vectors_)
+    Zt = _block_features(small, seed, Xt)
     return model.dual_coef_ @ Zs @ Zt.T / R + model.intercept_[0]
 
 
@@ -463,14 +473,13 @@ def plot(summary, path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smoke run on small problems")
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argument_parser(__doc__, "smoke run on small problems")
+    add_seed(ap)
     ap.add_argument("--output", type=Path, default=None, help="JSON path")
     ap.add_argument("--png", type=Path, default=None, help="figure path")
     args = ap.parse_args(argv)
     name = "iln_quick" if args.quick else "iln"
-    out = args.output or RESULTS / f"{name}.json"
+    out = args.output or RESULTS_DIR / f"{name}.json"
     png = args.png or out.with_suffix(".png")
     start = time.perf_counter()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

@@ -27,19 +27,18 @@ each map (median over the seeds) is recorded too: ORF's Gram-Schmidt costs
 
 Run from the repository root::
 
-    python benchmarks/kernel_approximation.py           # 10 seeds, about 8 minutes
-    python benchmarks/kernel_approximation.py --quick   # M in {256, 1024}, 2 seeds, 300 pairs
+    python -m benchmarks.kernel_approximation           # 10 seeds, about 8 minutes
+    python -m benchmarks.kernel_approximation --quick   # M in {256, 1024}, 2 seeds, 300 pairs
 """
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger,
-                     parse_int_list, report_header, write_results)
 from onlinekernel import get_feature_map
+
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
+                      parse_int_list, report_header, write_results)
 
 DATASETS = ("mnist", "letter")
 SIZES = (256, 512, 1024, 2048, 4096)
@@ -142,15 +141,14 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    parser = argument_parser(__doc__)
+    add_data_dir(parser)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--sizes", type=parse_int_list, default=None,
                         help="comma-separated numbers of features (default 256,...,4096)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+    add_output_dir(parser)
     args = parser.parse_args(argv)
     log = make_logger()
     sizes = args.sizes or ([256, 1024] if args.quick else list(SIZES))

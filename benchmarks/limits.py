@@ -53,8 +53,8 @@ it is using the machine well.
 
 Run from the repository root::
 
-    nice -n 10 python benchmarks/limits.py          # benchmarks/results/limits.json
-    nice -n 10 python benchmarks/limits.py --quick  # limits_quick.json
+    nice -n 10 python -m benchmarks.limits          # benchmarks/results/limits.json
+    nice -n 10 python -m benchmarks.limits --quick  # limits_quick.json
 
 (under a minute, and about 10 s with ``--quick``, on a busy 2-core machine).
 
@@ -73,13 +73,11 @@ True
 >>> pair_limit(lim, "float64", 8, clock="cpu") == rec["pairs_per_s_cpu"] > 0
 True
 """
-import argparse
 import ctypes
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -88,10 +86,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (RESULTS_DIR, load_average, make_logger, parse_int_list,  # noqa: E402
-                     report_header, write_json)
+from ._common import (RESULTS_DIR, argument_parser, fill_quick_defaults, load_average, make_logger,
+                      onlinekernel_cos_tile, parse_int_list, report_header, write_json)
 
 TILE_ROWS = 128     # rows per tile in the solver
 BLOCK_FEATURES = 256  # features per block (DSGClassifier's default block_size)
@@ -104,7 +100,7 @@ FORMULA = ("pair_limit(d) = 1 / (2 (d + 1) / GEMM_flops(d) + 1 / cos_rate): per 
            "Blocks assumed cached; bias add, scaling and overheads ignored.")
 
 # The C helper: GEMM loops over the solver's call, cosine loops for libmvec.
-C_SOURCE = r"""
+C_HEADER = r"""
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -124,75 +120,53 @@ static double clock_s(clockid_t which)
 /* keeps every pass observable, so the compiler cannot drop one */
 static __thread volatile double sink;
 
-/* reps passes of: refresh z from src (memcpy), then z = cos(z) if do_cos */
-double cos_loop_f64(double *restrict z, const double *restrict src, long n, long reps,
-                    int do_cos, double *cpu)
-{
-    START;
-    for (long r = 0; r < reps; r++) {
-        memcpy(z, src, (size_t)n * sizeof(double));
-        if (do_cos) {
-#pragma omp simd
-            for (long i = 0; i < n; i++) z[i] = cos(z[i]);
-        }
-        sink += z[r % n];
-    }
-    STOP;
-}
-
-double cos_loop_f32(float *restrict z, const float *restrict src, long n, long reps,
-                    int do_cos, double *cpu)
-{
-    START;
-    for (long r = 0; r < reps; r++) {
-        memcpy(z, src, (size_t)n * sizeof(float));
-        if (do_cos) {
-#pragma omp simd
-            for (long i = 0; i < n; i++) z[i] = cosf(z[i]);
-        }
-        sink += z[r % n];
-    }
-    STOP;
-}
-
 typedef void (*dgemm_t)(const char *, const char *, const int *, const int *, const int *,
                         const double *, const double *, const int *, const double *,
                         const int *, const double *, double *, const int *);
 typedef void (*sgemm_t)(const char *, const char *, const int *, const int *, const int *,
                         const float *, const float *, const int *, const float *,
                         const int *, const float *, float *, const int *);
+"""
+
+# One source for both precisions, written out for {T} = double (f64, cos, dgemm)
+# and float (f32, cosf, sgemm).
+C_LOOPS = r"""
+/* reps passes of: refresh z from src (memcpy), then z = cos(z) if do_cos */
+double cos_loop_{sfx}({T} *restrict z, const {T} *restrict src, long n, long reps,
+                    int do_cos, double *cpu)
+{{
+    START;
+    for (long r = 0; r < reps; r++) {{
+        memcpy(z, src, (size_t)n * sizeof({T}));
+        if (do_cos) {{
+#pragma omp simd
+            for (long i = 0; i < n; i++) z[i] = {cos}(z[i]);
+        }}
+        sink += z[r % n];
+    }}
+    STOP;
+}}
 
 /* The solver's projection: row-major C (rows x F) = X_tile (rows x d) W^T with
-   W (F x d) row-major, i.e. column-major C^T = W^T' X^T: dgemm('T', 'N', F, rows, d).
+   W (F x d) row-major, i.e. column-major C^T = W^T' X^T: {p}gemm('T', 'N', F, rows, d).
    Tile r % n_tiles of X is used on pass r. */
-double gemm_loop_f64(void *fp, const double *X, long n_tiles, int rows, int d,
-                     const double *W, int F, double *C, long reps, double *cpu)
-{
-    dgemm_t gemm = (dgemm_t)fp;
+double gemm_loop_{sfx}(void *fp, const {T} *X, long n_tiles, int rows, int d,
+                     const {T} *W, int F, {T} *C, long reps, double *cpu)
+{{
+    {p}gemm_t gemm = ({p}gemm_t)fp;
     const char ta = 'T', tb = 'N';
-    const double one = 1.0, zero = 0.0;
+    const {T} one = 1, zero = 0;
     START;
     for (long r = 0; r < reps; r++)
         gemm(&ta, &tb, &F, &rows, &d, &one, W, &d, X + (r % n_tiles) * (long)rows * d, &d,
              &zero, C, &F);
     sink += C[0];
     STOP;
-}
-
-double gemm_loop_f32(void *fp, const float *X, long n_tiles, int rows, int d,
-                     const float *W, int F, float *C, long reps, double *cpu)
-{
-    sgemm_t gemm = (sgemm_t)fp;
-    const char ta = 'T', tb = 'N';
-    const float one = 1.0f, zero = 0.0f;
-    START;
-    for (long r = 0; r < reps; r++)
-        gemm(&ta, &tb, &F, &rows, &d, &one, W, &d, X + (r % n_tiles) * (long)rows * d, &d,
-             &zero, C, &F);
-    sink += C[0];
-    STOP;
-}
+}}
 """
+C_SOURCE = C_HEADER + "".join(C_LOOPS.format(T=T, sfx=sfx, cos=cos, p=p)
+                              for T, sfx, cos, p in (("double", "f64", "cos", "d"),
+                                                     ("float", "f32", "cosf", "s")))
 
 LIBMVEC_FLAGS = ["-O3", "-ffast-math", "-fopenmp-simd", "-march=native", "-shared", "-fPIC"]
 PLAIN_FLAGS = ["-O2", "-shared", "-fPIC"]
@@ -356,9 +330,8 @@ def _numpy_cos_runners(dtype, rng):
     return _python_loop(step), _python_loop(lambda r: np.copyto(z, src))
 
 
-def _cos_tile_runners(dtype, rng):
+def _cos_tile_runners(cos_tile, dtype, rng):
     """onlinekernel's ``cos_tile``: it copies its input, which is the refresh."""
-    from onlinekernel._random import cos_tile
     src = _cos_source(dtype, rng)
     out_dtype = cos_tile(src[:1, :1]).dtype
     return (_python_loop(lambda r: cos_tile(src)),
@@ -520,20 +493,26 @@ def measure_cosine(dtypes, threads, repeats, target_seconds, lib, native, log):
     """Reference vectorised cosine (libmvec or fallback) and onlinekernel's ``cos_tile``."""
     rng = np.random.default_rng(1)
     reference, ours, notes = [], [], []
+    cos_tile = onlinekernel_cos_tile()
+    if cos_tile is None:
+        notes.append("this build of onlinekernel has no cos_tile: not measured")
     for dt in dtypes:
         dtype = np.dtype(dt).type
-        # onlinekernel's kernel: one thread (cos_tile holds the GIL)
-        run, refresh, out_dtype = _cos_tile_runners(dtype, rng)
-        out_dtype = np.dtype(out_dtype).name
-        ours.append(_measure_cos(
-            lambda: (run, refresh), 1, repeats, target_seconds, dtype=dt,
-            method="onlinekernel._random.cos_tile", computes_in=out_dtype,
-            native_dtype=out_dtype == dt,
-            note=("refresh = the copy cos_tile makes of its input; includes one Python call "
-                  "per tile") + ("" if out_dtype == dt else
-                                 f"; this build's cos_tile widens {dt} input to {out_dtype}")))
-        log(f"  cos {dt} onlinekernel cos_tile (computes in {out_dtype}): "
-            f"{ours[-1]['gelem_per_s']:.2f} G/s")
+        mine = []  # onlinekernel's kernel, when there is one: one thread (it holds the GIL)
+        if cos_tile is not None:
+            run, refresh, out_dtype = _cos_tile_runners(cos_tile, dtype, rng)
+            out_dtype = np.dtype(out_dtype).name
+            mine.append(_measure_cos(
+                lambda: (run, refresh), 1, repeats, target_seconds, dtype=dt,
+                method="onlinekernel._random.cos_tile", computes_in=out_dtype,
+                native_dtype=out_dtype == dt,
+                note=("refresh = the copy cos_tile makes of its input; includes one Python "
+                      "call per tile") + ("" if out_dtype == dt else
+                                          f"; this build's cos_tile widens {dt} input to "
+                                          f"{out_dtype}")))
+            log(f"  cos {dt} onlinekernel cos_tile (computes in {out_dtype}): "
+                f"{mine[0]['gelem_per_s']:.2f} G/s")
+        ours += mine
         for t in threads:
             if native.get("libmvec"):
                 # each thread gets its own tile
@@ -548,11 +527,12 @@ def measure_cosine(dtypes, threads, repeats, target_seconds, lib, native, log):
             # thread: it holds the GIL, so more threads would not add to it)
             rec_np = _measure_cos(lambda: _numpy_cos_runners(dtype, rng), t, repeats,
                                   target_seconds, dtype=dt, method="numpy.cos")
-            best = max((rec_np, ours[-1]), key=lambda r: r["gelem_per_s_cpu"])
+            best = max([rec_np] + mine, key=lambda r: r["gelem_per_s_cpu"])
             reference.append(dict(best, threads=t, note=(
                 f"libmvec unavailable; best of numpy.cos with {t} thread(s) "
-                f"({rec_np['gelem_per_s']:.3g} G/s) and onlinekernel cos_tile with one "
-                f"({ours[-1]['gelem_per_s']:.3g} G/s)")))
+                f"({rec_np['gelem_per_s']:.3g} G/s)" + "".join(
+                    f" and onlinekernel cos_tile with one ({r['gelem_per_s']:.3g} G/s)"
+                    for r in mine))))
             notes.append(f"{dt}, {t} thread(s): no libmvec; reference cosine = "
                          f"{best['method']}")
             log(f"  cos {dt} reference {best['method']} {t} thread(s): "
@@ -704,9 +684,7 @@ def format_table(limits):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 3 repeats of ~10 ms, 1024^3 square GEMM")
+    p = argument_parser(__doc__, "smoke run: 3 repeats of ~10 ms, 1024^3 square GEMM")
     p.add_argument("--output", type=Path, default=None,
                    help="JSON file (default: benchmarks/results/limits.json, or "
                         "limits_quick.json with --quick)")
@@ -716,11 +694,7 @@ def parse_args(argv=None):
                    help="measurements per figure, median reported (default 5, 3 with --quick)")
     p.add_argument("--square", type=int, default=None,
                    help="reference square GEMM size, 0 for none (default 2048, 1024 quick)")
-    args = p.parse_args(argv)
-    if args.repeats is None:
-        args.repeats = 3 if args.quick else 5
-    if args.square is None:
-        args.square = 1024 if args.quick else 2048
+    args = fill_quick_defaults(p.parse_args(argv), repeats=(5, 3), square=(2048, 1024))
     if args.repeats < 1 or args.square < 0:
         p.error("--repeats must be >= 1 and --square >= 0")
     if args.output is None:

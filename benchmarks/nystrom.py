@@ -26,19 +26,15 @@ kept in the file's order).  Fit times are of the final fit on one thread
 
 Run from the repository root::
 
-    python benchmarks/nystrom.py           # M = 1024, 12,000 training rows, about 10 minutes
-    python benchmarks/nystrom.py --quick   # M = 128, 1,000 rows, two alphas
+    python -m benchmarks.nystrom           # M = 1024, 12,000 training rows, about 10 minutes
+    python -m benchmarks.nystrom --quick   # M = 128, 1,000 rows, two alphas
 """
-import argparse
-from pathlib import Path
-
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from _common import DEFAULT_DATA_DIR, RESULTS_DIR, make_logger, report_header, \
-    write_results
-from elm_wrks import error, fit_quiet, prepare
 from onlinekernel import DSGClassifier, DSGRegressor
+
+from ._common import make_logger, report_header, write_results
+from .elm_wrks import error, fit_quiet, parse_args, run_datasets
 
 DATASETS = ("letter", "usps", "cadata", "kin40k", "fashion_mnist")
 ALPHAS = (1e-7, 1e-5, 1e-3, 1e-1)
@@ -131,15 +127,7 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--n-features", type=int, default=None)
-    parser.add_argument("--block-size", type=int, default=None)
-    parser.add_argument("--max-train", type=int, default=None)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv, DATASETS, "--block-size")
     log = make_logger()
     M = args.n_features or (128 if args.quick else 1024)
     # two blocks: block j evaluates the kernel at the landmarks of blocks 0..j
@@ -150,12 +138,8 @@ def main(argv=None):
     report["settings"] = {"n_features": M, "block_size": block_size, "max_train": max_train,
                           "max_test": 10_000, "alphas": alphas, "gamma": "scale",
                           "solver": "cholesky", "methods": METHODS}
-    report["datasets"] = []
-    with threadpool_limits(1):
-        for name in args.datasets:
-            X, y, Xt, yt, regression = prepare(name, args.data_dir, max_train, max_test=10_000)
-            report["datasets"].append(run_dataset(name, X, y, Xt, yt, regression, M,
-                                                  block_size, alphas, log))
+    run_datasets(args, report, max_train, lambda *data: run_dataset(
+        *data, M, block_size, alphas, log), max_test=10_000)
     report["summary"] = summary(report["datasets"])
     write_results(report, args.output_dir, args.quick, markdown, log)
     return report

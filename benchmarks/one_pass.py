@@ -35,8 +35,8 @@ passes each of ours needs to reach the batch optimum's error.
 
 Run from the repository root::
 
-    python benchmarks/one_pass.py              # MNIST: about 15 minutes
-    python benchmarks/one_pass.py --quick      # 6,000 rows, 1 pass, 1 repeat: < 1 min
+    python -m benchmarks.one_pass              # MNIST: about 15 minutes
+    python -m benchmarks.one_pass --quick      # 6,000 rows, 1 pass, 1 repeat: < 1 min
 
 Outputs (``--output-dir``, default ``benchmarks/results``): ``one_pass.json``,
 ``one_pass.md`` and ``one_pass.png`` (``one_pass_quick.*`` with ``--quick``).
@@ -46,20 +46,19 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
-import argparse
 import itertools
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import SGDClassifier
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger, report_header,
-                     write_json)
 from onlinekernel import DSGClassifier
+
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
+                      report_header, write_json)
 
 N_COMPONENTS = 4096
 GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0)
@@ -289,16 +288,15 @@ def plot(report, path):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argument_parser(__doc__)
     p.add_argument("--datasets", nargs="+", default=["mnist"])
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    p.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+    add_data_dir(p)
+    add_output_dir(p)
     p.add_argument("--passes", type=int, default=3)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--chunk-rows", type=int, default=10_000)
     p.add_argument("--tune-rows", type=int, default=10_000)
     p.add_argument("--val-rows", type=int, default=5_000)
-    p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
         args.passes, args.repeats, args.chunk_rows = 1, 1, 2000

@@ -57,18 +57,16 @@ and ``peers_throughput.png`` (``peers_quick*`` with ``--quick``).
 
 Run from the repository root::
 
-    python benchmarks/peers.py            # full run: 6-15 minutes on 2 busy cores
-    python benchmarks/peers.py --quick    # smoke run on subsamples: about a minute
+    python -m benchmarks.peers            # full run: 6-15 minutes on 2 busy cores
+    python -m benchmarks.peers --quick    # smoke run on subsamples: about a minute
 
 ``--ok-param NAME=VALUE`` and ``--sk-param NAME=VALUE`` override the two
 libraries' settings (``OK_PARAMS``, ``SK_SGD_PARAMS``; the defaults are the
 settings of ``first_benchmark.py``, with ``shuffle=False`` for the SGD).
 """
 import argparse
-import datetime
 import json
 import math
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -79,16 +77,12 @@ from sklearn.linear_model import SGDClassifier
 from threadpoolctl import threadpool_limits
 
 from onlinekernel import DSGClassifier
-from onlinekernel.estimators import _base as dsg_base
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # the sibling scripts, also when imported by the tests
-from _common import build_info, load_average, machine_info, write_json  # noqa: E402
-from first_benchmark import make_shells  # noqa: E402  (the same synthetic data)
+from ._common import (RESULTS_DIR, add_blas_threads, add_data_dir, add_seed, argument_parser,
+                      fill_quick_defaults, load_average, parse_int_list, report_header,
+                      timed_compiled_steps, write_json)
+from .first_benchmark import load_ijcnn1, make_shells  # the same data
 
-DEFAULT_DATA_DIR = HERE.parents[1] / "shared" / "data"
-DEFAULT_OUTPUT_DIR = HERE / "results"
 CLASSES = np.array([-1, 1])
 DTYPES = ("float64", "float32")
 
@@ -493,35 +487,21 @@ def measure_latency(cfg, caps, log=print):
 def latency_split(X_warm, y_warm, X_up, y_up, params, caps):
     """Split a float64 one-row ``partial_fit`` into the compiled steps and the Python around.
 
-    Diagnostic (not used by the targets): times the module-level
-    ``train_steps`` that ``BaseDSG`` calls, by wrapping it for one run of
-    updates.
+    Diagnostic (not used by the targets): times the compiled steps with
+    :func:`benchmarks._common.timed_compiled_steps` for one run of updates.
     """
-    original = getattr(dsg_base, "train_steps", None)
-    if original is None:
-        return {"available": False, "reason": "onlinekernel.estimators._base has no "
-                                              "module-level train_steps to time"}
     ok = OnlineKernel("float64", params, caps)
     ok.start()
     ok.model.partial_fit(X_warm, y_warm, classes=CLASSES)
     rows = [np.ascontiguousarray(X_up[i:i + 1]) for i in range(X_up.shape[0])]
-    spent = [0.0]
-
-    def timed_train_steps(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - t0
-
-    dsg_base.train_steps = timed_train_steps
-    try:
+    with timed_compiled_steps() as spent:
         t0 = time.perf_counter()
         for i, row in enumerate(rows):
             ok.model.partial_fit(row, y_up[i:i + 1])
         total = time.perf_counter() - t0
-    finally:
-        dsg_base.train_steps = original
+    if spent is None:
+        return {"available": False, "reason": "onlinekernel.estimators._base has no "
+                                              "module-level train_steps to time"}
     if not spent[0]:
         return {"available": False, "reason": "partial_fit did not call the module-level "
                                               "train_steps"}
@@ -719,28 +699,6 @@ def markdown_tables(report):
 # --------------------------------------------------------------------------- #
 # main
 # --------------------------------------------------------------------------- #
-def load_ijcnn1(data_dir):
-    path = Path(data_dir) / "ijcnn1.npz"
-    if not path.is_file():
-        raise SystemExit(f"peers: {path} not found. Pass --data-dir pointing to the folder "
-                         f"that holds ijcnn1.npz (default: {DEFAULT_DATA_DIR}), or "
-                         f"--datasets shells32.")
-    with np.load(path) as d:
-        return (np.ascontiguousarray(d["X_train"], dtype=np.float64),
-                d["y_train"].astype(np.int64),
-                np.ascontiguousarray(d["X_test"], dtype=np.float64), d["y_test"].astype(np.int64))
-
-
-def _int_list(text):
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
 def _param(text):
     """``NAME=VALUE`` -> ``(NAME, VALUE)``, VALUE read as JSON when it parses (else a string)."""
     name, sep, value = text.partition("=")
@@ -753,12 +711,9 @@ def _param(text):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 8000 ijcnn1 / 8000 synthetic training rows, one repeat, "
-                        "fewer River samples and updates")
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help="folder holding ijcnn1.npz (default: %(default)s)")
+    p = argument_parser(__doc__, "smoke run: 8000 ijcnn1 / 8000 synthetic training rows, one "
+                                 "repeat, fewer River samples and updates")
+    add_data_dir(p, "folder holding ijcnn1.npz")
     p.add_argument("--datasets", nargs="+", choices=("ijcnn1", "shells32"),
                    default=["ijcnn1", "shells32"], help="datasets to run (default: both)")
     p.add_argument("--output", type=Path, default=None,
@@ -775,7 +730,7 @@ def parse_args(argv=None):
     p.add_argument("--chunk-rows", type=int, default=4096,
                    help="rows per partial_fit call of onlinekernel, and per accuracy point of "
                         "the time-to-accuracy curves (default: %(default)s)")
-    p.add_argument("--sk-batch-sizes", type=_int_list, default=[64, 256, 1024, 4096],
+    p.add_argument("--sk-batch-sizes", type=parse_int_list, default=[64, 256, 1024, 4096],
                    help="scikit-learn batch sizes to try, comma-separated (default: "
                         "64,256,1024,4096)")
     p.add_argument("--ok-param", type=_param, action="append", default=[], metavar="NAME=VALUE",
@@ -816,21 +771,13 @@ def parse_args(argv=None):
     p.add_argument("--accuracy-tolerance", type=float, default=0.0,
                    help="the throughput target passes when onlinekernel's accuracy is at least "
                         "sklearn's minus this (default: %(default)s)")
-    p.add_argument("--blas-threads", type=int, default=1,
-                   help="BLAS threads for every contender, 0 for the libraries' default "
-                        "(default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the models, the row order and the synthetic data "
-                        "(default: %(default)s)")
-    args = p.parse_args(argv)
-    q = args.quick
-    for name, full, quick in (("repeats", 3, 1), ("train_rows", None, 8000),
-                              ("synthetic_train", 50_000, 8000), ("synthetic_test", 10_000, 4000),
-                              ("test_rows", 20_000, 4000), ("curve_test_rows", 2000, 1000),
-                              ("river_samples", 3000, 300), ("river_test_rows", 1000, 300),
-                              ("latency_updates", 1000, 200), ("river_latency_updates", 100, 20)):
-        if getattr(args, name) is None:
-            setattr(args, name, quick if q else full)
+    add_blas_threads(p)
+    add_seed(p, "models, the row order and the synthetic data")
+    args = fill_quick_defaults(
+        p.parse_args(argv), repeats=(3, 1), train_rows=(None, 8000),
+        synthetic_train=(50_000, 8000), synthetic_test=(10_000, 4000), test_rows=(20_000, 4000),
+        curve_test_rows=(2000, 1000), river_samples=(3000, 300), river_test_rows=(1000, 300),
+        latency_updates=(1000, 200), river_latency_updates=(100, 20))
     positive = ("repeats", "block_size", "max_blocks", "chunk_rows", "synthetic_train",
                 "synthetic_test", "test_rows", "curve_test_rows", "river_samples",
                 "river_features", "river_test_rows", "latency_d", "latency_updates")
@@ -840,7 +787,7 @@ def parse_args(argv=None):
     if args.river_latency_updates < 0 or (args.train_rows is not None and args.train_rows < 1):
         p.error("--river-latency-updates must be >= 0 and --train-rows >= 1")
     if args.output is None:
-        args.output = DEFAULT_OUTPUT_DIR / ("peers_quick.json" if q else "peers.json")
+        args.output = RESULTS_DIR / ("peers_quick.json" if args.quick else "peers.json")
     return args
 
 
@@ -848,8 +795,8 @@ def main(argv=None):
     """Run the benchmark; write the JSON (and PNG) files and return the report."""
     args = parse_args(argv)
     started = time.perf_counter()
-    load_at_start = load_average()
-    build = build_info()  # now: the extension in memory is the one loaded at the start
+    # now: the extension in memory is the one loaded at the start
+    header = report_header("peers", "quick" if args.quick else "full", argv)
     caps = estimator_capabilities()
 
     def log(msg):
@@ -915,7 +862,7 @@ def main(argv=None):
 
     datasets = {}
     if "ijcnn1" in args.datasets:
-        X_tr, y_tr, X_te, y_te = load_ijcnn1(args.data_dir)
+        X_tr, y_tr, X_te, y_te = load_ijcnn1(args.data_dir, "peers")
         if args.train_rows is not None and args.train_rows < X_tr.shape[0]:
             keep = np.sort(np.random.default_rng(args.seed).permutation(X_tr.shape[0])
                            [:args.train_rows])
@@ -942,12 +889,7 @@ def main(argv=None):
         latency = measure_latency(cfg, caps, log)
 
     report = {
-        "benchmark": "peers",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["peers.py"] + (list(argv) if argv is not None else sys.argv[1:])),
-        "machine": machine_info(),
-        "onlinekernel_build": build,
-        "load_average_at_start": load_at_start,
+        **header,
         "settings": cfg,
         "results": results,
         "latency": latency,

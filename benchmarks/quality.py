@@ -60,10 +60,10 @@ reaches exact + tolerance in at most 1/3 of its time.
 
 Run from the repository root (BLAS is limited to one thread)::
 
-    python benchmarks/quality.py                         # the 19 data sets (about an hour)
-    python benchmarks/quality.py --datasets letter usps  # a selection
-    python benchmarks/quality.py --quick                 # smoke run on subsamples, < 1 min
-    python benchmarks/quality.py --merge --datasets a9a  # re-run one, keep the others
+    python -m benchmarks.quality                         # the 19 data sets (about an hour)
+    python -m benchmarks.quality --datasets letter usps  # a selection
+    python -m benchmarks.quality --quick                 # smoke run on subsamples, < 1 min
+    python -m benchmarks.quality --merge --datasets a9a  # re-run one, keep the others
 
 Outputs (``--output-dir``, default ``benchmarks/results``): ``quality.json``,
 ``quality.md`` and ``quality_error_vs_time.png`` (``quality_quick.*`` with
@@ -74,7 +74,6 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")  # before numpy: forked workers stay single-threaded
 
-import argparse
 import datetime
 import json
 import multiprocessing
@@ -97,8 +96,8 @@ from threadpoolctl import threadpool_limits
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_OUTPUT_DIR = Path(__file__).resolve().parent / "results"
+from ._common import add_blas_threads, add_data_dir, add_output_dir, add_seed, argument_parser
+
 
 # The 19 data sets of ../shared/data's summary table.  The README's reference
 # table also lists covtype_binary_sub20k_raw and usps_raw: the same files
@@ -983,21 +982,17 @@ def plot(results, path):
 # main
 # --------------------------------------------------------------------------- #
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                   help="folder of NAME.npz datasets (default: %(default)s)")
+    p = argument_parser(__doc__, "smoke run: 4 data sets, subsamples, tiny grids, < 1 minute")
+    add_data_dir(p)
     p.add_argument("--datasets", nargs="+", default=None,
                    help="dataset names (default: the 19 of the data README; --quick: 4)")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT_DIR,
-                   help="where quality*.json/md/png go (default: %(default)s)")
+    add_output_dir(p)
     p.add_argument("--exact-cache", type=Path, default=None,
                    help="exact-baseline cache (default: OUTPUT_DIR/exact_baselines.json; "
                         "--quick: OUTPUT_DIR/quality_quick_exact.json)")
     p.add_argument("--recompute-exact", action="store_true",
                    help="recompute the exact baselines of the selected datasets and update "
                         "the cache (slow: up to an hour for the large sets)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 4 data sets, subsamples, tiny grids, < 1 minute")
     p.add_argument("--tune-budget", type=float, default=None,
                    help="seconds of tuning per data set per method (default: "
                         f"{SETTINGS['full']['tune_budget_s']:g}; the same for ours and "
@@ -1016,9 +1011,8 @@ def parse_args(argv=None):
     p.add_argument("--no-readme", action="store_true",
                    help="leave benchmarks/README.md alone (a full run over the 19 data sets "
                         "rewrites its quality results between the quality:start/end markers)")
-    p.add_argument("--blas-threads", type=int, default=1,
-                   help="BLAS threads, 0 for the libraries' default (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of splits and models")
+    add_blas_threads(p, "every library")
+    add_seed(p, "splits and models")
     return p.parse_args(argv)
 
 

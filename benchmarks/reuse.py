@@ -19,13 +19,11 @@ times are indicative) and the final number of blocks.  Results go to
 
 Run from the repository root (about 15 minutes on 2 busy cores)::
 
-    nice -n 10 python benchmarks/reuse.py
-    nice -n 10 python benchmarks/reuse.py --quick      # smoke run
+    nice -n 10 python -m benchmarks.reuse
+    nice -n 10 python -m benchmarks.reuse --quick      # smoke run
 """
-import argparse
 import datetime
 import json
-import os
 import time
 from pathlib import Path
 
@@ -33,9 +31,9 @@ import numpy as np
 
 from onlinekernel import DSGClassifier
 
-DEFAULT_DATA_DIR = Path(os.environ.get("ONLINEKERNEL_DATA",
-                                       Path(__file__).resolve().parents[2] / "shared" / "data"))
-OUTPUT = Path(__file__).resolve().parent / "results" / "reuse.json"
+from ._common import RESULTS_DIR, add_data_dir, argument_parser
+
+OUTPUT = RESULTS_DIR / "reuse.json"
 
 # The classifier's settings when this comparison was run (plain steps,
 # batches of 64, eta0=512), written out so that it survives later defaults.
@@ -81,9 +79,8 @@ def label(cfg):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-    ap.add_argument("--quick", action="store_true", help="2000 rows, 1 pass, 3 configurations")
+    ap = argument_parser(__doc__, "2000 rows, 1 pass, 3 configurations")
+    add_data_dir(ap)
     ap.add_argument("--output", default=OUTPUT)
     args = ap.parse_args(argv)
     results = []

@@ -21,9 +21,9 @@ alone.
 
 Run from the repository root::
 
-    python benchmarks/run.py            # full run
-    python benchmarks/run.py --quick    # every script's smoke mode
-    python benchmarks/run.py --all      # also quality, iln, fixed_features, reuse, one_pass
+    python -m benchmarks.run            # full run
+    python -m benchmarks.run --quick    # every script's smoke mode
+    python -m benchmarks.run --all      # also quality, iln, fixed_features, reuse, one_pass
 
 The exit status is 0 when every script present ran to its end, whatever
 its targets say (a failed target is a measurement, not an error), and 1
@@ -39,9 +39,11 @@ import time
 import traceback
 from pathlib import Path
 
+from ._common import cpu_model
+
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # the benchmark scripts are plain modules beside this one
+#: the package the scripts are imported from (``benchmarks``; None: top-level modules)
+PACKAGE = __package__ or None
 
 RESULTS = HERE / "results"
 README = HERE / "README.md"
@@ -182,11 +184,13 @@ def collect_targets(report):
 def _script_argv(module, args):
     argv = ["--quick"] if args.quick else []
     if args.data_dir is not None:
-        # only to scripts that take it (the micro-benchmarks read no data)
+        # only to scripts that take it (the micro-benchmarks read no data): those
+        # that declare it, themselves or through the harness's add_data_dir
         try:
-            takes = "--data-dir" in Path(module.__file__).read_text(encoding="utf-8")
+            text = Path(module.__file__).read_text(encoding="utf-8")
         except OSError:
-            takes = False
+            text = ""
+        takes = "--data-dir" in text or "add_data_dir(" in text
         if takes:
             argv += ["--data-dir", str(args.data_dir)]
     return argv
@@ -206,7 +210,7 @@ def run_script(name, args, log):
     started = time.perf_counter()
     report = None
     try:
-        module = importlib.import_module(name)
+        module = importlib.import_module(f"{PACKAGE}.{name}" if PACKAGE else name)
         main = getattr(module, "main", None)
         if main is None:
             raise AttributeError(f"{name}.py has no main(argv) function")
@@ -289,15 +293,7 @@ def update_readme(markdown, path=README):
 
 
 def _machine():
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu or 'unknown CPU'}, {os.cpu_count()} cores"
+    return f"{cpu_model() or 'unknown CPU'}, {os.cpu_count()} cores"
 
 
 def parse_args(argv=None):

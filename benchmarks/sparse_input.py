@@ -31,13 +31,12 @@ coefficient difference) and test accuracy.  BLAS is limited to one thread.
 
 Run from the repository root::
 
-    python benchmarks/sparse_input.py            # w8a: a few minutes
-    python benchmarks/sparse_input.py --quick    # 3,000 rows, 1 repeat: seconds
+    python -m benchmarks.sparse_input            # w8a: a few minutes
+    python -m benchmarks.sparse_input --quick    # 3,000 rows, 1 repeat: seconds
 
 Writes ``benchmarks/results/sparse.json`` and ``sparse.md``
 (``sparse_quick.*`` with ``--quick``) and prints a table.
 """
-import argparse
 import sys
 import time
 import warnings
@@ -46,10 +45,11 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from _common import RESULTS_DIR, DEFAULT_DATA_DIR, load_dataset, report_header, write_results
-
 from onlinekernel import DSGClassifier
 from onlinekernel.solvers import FeatureOperator, feature_dtype
+
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, report_header,
+                      write_results)
 
 TARGET_FIT_RATIO = 3.0
 
@@ -120,14 +120,13 @@ def _pair(name, run, repeats, log):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    ap = argument_parser(__doc__, "3,000 rows, one repeat")
+    add_data_dir(ap)
     ap.add_argument("--dataset", default="w8a")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chunk-rows", type=int, default=1000)
     ap.add_argument("--sgd-epochs", type=int, default=1)
-    ap.add_argument("--quick", action="store_true", help="3,000 rows, one repeat")
-    ap.add_argument("--out-dir", default=str(RESULTS_DIR))
+    add_output_dir(ap, "--out-dir")
     args = ap.parse_args(argv)
     started = time.perf_counter()
 

@@ -61,27 +61,24 @@ without it the JSON says they were skipped.
 
 Run from the repository root::
 
-    nice -n 10 python benchmarks/speed.py            # full run
-    nice -n 10 python benchmarks/speed.py --quick    # smoke run
+    nice -n 10 python -m benchmarks.speed            # full run
+    nice -n 10 python -m benchmarks.speed --quick    # smoke run
 
 The full run takes about 8 minutes of CPU time, most of it in the d = 784
 predictions; on a 2-core machine shared with other jobs it took 25 minutes
 of wall time.  The quick run (10,000 rows, one repeat) takes 1-2 minutes.
 """
-import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import limits as limits_mod  # noqa: E402
-from _common import (RESULTS_DIR, busiest_thread_seconds, load_average,  # noqa: E402
-                     make_logger, parse_int_list, report_header, thread_cpu_seconds,
-                     write_json)
-from onlinekernel import DSGClassifier  # noqa: E402
+from onlinekernel import DSGClassifier
+
+from . import limits as limits_mod
+from ._common import (RESULTS_DIR, argument_parser, busiest_thread_seconds, fill_quick_defaults,
+                      load_average, make_logger, parse_int_list, report_header, thread_cpu_seconds,
+                      write_json)
 
 CLASSES = np.array([-1, 1])
 BLOCK_SIZE = 256
@@ -385,33 +382,29 @@ def evaluate_targets(report, dims, cache_dims, dtypes, thresholds):
     def why(section, **keys):
         found = find(report[section]["skipped"], **keys)
         return found[0]["reason"] if found else "not measured"
+    def target(name, records, field, op, threshold, reason, **where):
+        """The target from the first of ``records``; skipped, with ``reason()``, when none."""
+        if records:
+            return _target(name, records[0][field], op, threshold, **where)
+        return _skipped_target(name, reason(), **where)
+
     for dt in dtypes:
         for d in dims:
             r1 = find(pred, d=d, dtype=dt, n_jobs=1)
-            if r1:
-                targets.append(_target("prediction_fraction_of_pair_limit",
-                                       r1[0]["fraction_of_pair_limit"], ">=",
-                                       thresholds["fraction"], d=d, dtype=dt))
-            else:
-                targets.append(_skipped_target("prediction_fraction_of_pair_limit",
-                                               why("prediction", d=d, dtype=dt, n_jobs=1),
-                                               d=d, dtype=dt))
-            r2 = find(pred, d=d, dtype=dt, n_jobs=2)
-            if r1 and r2:
-                targets.append(_target("n_jobs_2_speedup", r2[0]["speedup_over_n_jobs_1"],
-                                       ">=", thresholds["speedup"], d=d, dtype=dt))
-            else:
-                reason = why("prediction", d=d, dtype=dt, n_jobs=1 if not r1 else 2)
-                targets.append(_skipped_target("n_jobs_2_speedup", reason, d=d, dtype=dt))
+            r2 = find(pred, d=d, dtype=dt, n_jobs=2) if r1 else []
+            targets.append(target("prediction_fraction_of_pair_limit", r1,
+                                  "fraction_of_pair_limit", ">=", thresholds["fraction"],
+                                  lambda: why("prediction", d=d, dtype=dt, n_jobs=1),
+                                  d=d, dtype=dt))
+            targets.append(target("n_jobs_2_speedup", r2, "speedup_over_n_jobs_1", ">=",
+                                  thresholds["speedup"],
+                                  lambda: why("prediction", d=d, dtype=dt, n_jobs=2 if r1 else 1),
+                                  d=d, dtype=dt))
         for d in cache_dims:
-            rc = find(report["cache"]["records"], d=d, dtype=dt)
-            if rc:
-                targets.append(_target("regenerated_within_2x_of_cached",
-                                       rc[0]["regenerated_over_cached"], "<=",
-                                       thresholds["regen"], d=d, dtype=dt))
-            else:
-                targets.append(_skipped_target("regenerated_within_2x_of_cached",
-                                               why("cache", d=d, dtype=dt), d=d, dtype=dt))
+            targets.append(target("regenerated_within_2x_of_cached",
+                                  find(report["cache"]["records"], d=d, dtype=dt),
+                                  "regenerated_over_cached", "<=", thresholds["regen"],
+                                  lambda: why("cache", d=d, dtype=dt), d=d, dtype=dt))
     for lat in report["latency"]["records"]:
         targets.append(_target("partial_fit_latency_flat",
                                lat["cpu"]["last_window_over_control"], "<=",
@@ -560,9 +553,7 @@ def _save(fig, path, plt):
 # main
 # --------------------------------------------------------------------------- #
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 10,000 rows, 1 repeat, 1000 updates, smaller sweep")
+    p = argument_parser(__doc__, "smoke run: 10,000 rows, 1 repeat, 1000 updates, smaller sweep")
     p.add_argument("--output", type=Path, default=None,
                    help="JSON file; plots are written beside it, named after it "
                         "(default: benchmarks/results/speed.json, speed_quick.json with --quick)")
@@ -594,17 +585,11 @@ def parse_args(argv=None):
                    help="duration of one measurement of the limits (default 0.04, 0.01 with "
                         "--quick)")
     p.add_argument("--no-plots", action="store_true", help="write the JSON only")
-    args = p.parse_args(argv)
-    q = args.quick
-    defaults = {"rows": 10_000 if q else 100_000, "repeats": 1 if q else 3,
-                "sweep_features": [256, 512, 1024, 2048, 4096] if q else
-                [256, 512, 1024, 2048, 4096, 8192],
-                "sweep_rows": 4_000 if q else 20_000, "latency_updates": 1000 if q else 6000,
-                "latency_window": 200 if q else 500, "square": 1024 if q else 2048,
-                "limits_seconds": 0.01 if q else 0.04}
-    for k, v in defaults.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
+    args = fill_quick_defaults(
+        p.parse_args(argv), rows=(100_000, 10_000), repeats=(3, 1),
+        sweep_features=([256, 512, 1024, 2048, 4096, 8192], [256, 512, 1024, 2048, 4096]),
+        sweep_rows=(20_000, 4_000), latency_updates=(6000, 1000), latency_window=(500, 200),
+        square=(2048, 1024), limits_seconds=(0.04, 0.01))
     if min(args.rows, args.repeats, args.sweep_rows, args.latency_window, args.sweep_d,
            args.latency_d) < 1 or args.square < 0 or not args.limits_seconds > 0:
         p.error("sizes and counts must be >= 1 (--square >= 0, --limits-seconds > 0)")
@@ -615,7 +600,7 @@ def parse_args(argv=None):
     if any(m % BLOCK_SIZE for m in args.sweep_features):
         p.error(f"--sweep-features must be multiples of {BLOCK_SIZE}")
     if args.output is None:
-        args.output = RESULTS_DIR / ("speed_quick.json" if q else "speed.json")
+        args.output = RESULTS_DIR / ("speed_quick.json" if args.quick else "speed.json")
     return args
 
 

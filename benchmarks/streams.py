@@ -31,14 +31,13 @@ The questions of the streaming issue (14), in one run:
 
 BLAS is limited to one thread.  Run from the repository root::
 
-    python benchmarks/streams.py                 # 100,000 rows per synthetic stream
-    python benchmarks/streams.py --stream-rows 20000
-    python benchmarks/streams.py --quick         # seconds
+    python -m benchmarks.streams                 # 100,000 rows per synthetic stream
+    python -m benchmarks.streams --stream-rows 20000
+    python -m benchmarks.streams --quick         # seconds
 
 Writes ``benchmarks/results/streams.json`` (``streams_quick.json`` with
 ``--quick``) and prints the tables.
 """
-import argparse
 import itertools
 import random
 import time
@@ -47,9 +46,10 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import RESULTS_DIR, load_average, make_logger, report_header, write_json
-
 from onlinekernel import DSGClassifier
+
+from ._common import (add_output_dir, argument_parser, load_average, make_logger, report_header,
+                      write_json)
 
 N_COMPONENTS = 4096
 D = 32
@@ -232,16 +232,14 @@ def prequential(n_rows, log):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argument_parser(__doc__, "200 calls x 2 repeats, 300 adapter rows, 300-row streams")
     ap.add_argument("--rows", type=int, help="single-row calls per repeat (2,000)")
     ap.add_argument("--repeats", type=int, help="(5)")
     ap.add_argument("--adapter-rows", type=int, help="(5,000)")
     ap.add_argument("--stream-rows", type=int,
                     help="rows of each synthetic stream, prequential (100,000)")
     ap.add_argument("--no-prequential", action="store_true")
-    ap.add_argument("--quick", action="store_true",
-                    help="200 calls x 2 repeats, 300 adapter rows, 300-row streams")
-    ap.add_argument("--out-dir", default=str(RESULTS_DIR))
+    add_output_dir(ap, "--out-dir")
     args = ap.parse_args(argv)
     log = make_logger()
     defaults = ((200, 2, 300, 300) if args.quick else (2000, 5, 5000, 100_000))

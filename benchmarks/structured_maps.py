@@ -31,20 +31,19 @@ percentage points of it.  BLAS and the estimators run on one thread.
 
 Run from the repository root::
 
-    python benchmarks/structured_maps.py           # about 10 minutes on one core
-    python benchmarks/structured_maps.py --quick   # 3,000 training rows, fewer sizes and seeds
+    python -m benchmarks.structured_maps           # about 10 minutes on one core
+    python -m benchmarks.structured_maps --quick   # 3,000 training rows, fewer sizes and seeds
 """
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_dataset, make_logger, parse_int_list,
-                     report_header, time_call, write_results)
-from kernel_approximation import approximation_mse, held_out_pairs
 from onlinekernel import DSGClassifier, get_feature_map
+
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
+                      parse_int_list, report_header, time_call, write_results)
+from .kernel_approximation import approximation_mse, held_out_pairs
 
 MAPS = ("gaussian", "sorf", "fastfood")
 STRUCTURED = MAPS[1:]
@@ -159,8 +158,8 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    parser = argument_parser(__doc__)
+    add_data_dir(parser)
     parser.add_argument("--dataset", default="fashion_mnist")
     parser.add_argument("--train-rows", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
@@ -172,8 +171,7 @@ def main(argv=None):
                              "error (default 256,...,4096)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+    add_output_dir(parser)
     args = parser.parse_args(argv)
     log = make_logger()
     train_rows = 3000 if args.quick else args.train_rows

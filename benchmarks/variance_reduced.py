@@ -41,22 +41,17 @@ Writes ``results/variance_reduced.json`` (``--quick``:
 one panel per dataset.  ``--datasets a9a cpusmall usps --stem
 variance_reduced_more`` is the second run of ``benchmarks/README.md``.
 """
-import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (DEFAULT_DATA_DIR, RESULTS_DIR, load_average, load_dataset,  # noqa: E402
-                     make_logger, report_header, write_json)
+from onlinekernel import DSGClassifier, DSGRegressor
+from onlinekernel.solvers import FeatureOperator, Problem, solve_newton_cg, solve_sarah, solve_svrg
 
-from onlinekernel import DSGClassifier, DSGRegressor  # noqa: E402
-from onlinekernel._loss import as_cy_loss  # noqa: E402
-from onlinekernel.solvers import (FeatureOperator, Problem, solve_newton_cg,  # noqa: E402
-                                  solve_sarah, solve_svrg)
+from ._common import (add_data_dir, add_output_dir, argument_parser, load_average, load_dataset,
+                      make_logger, report_header, write_json)
 
 # dataset: (task, loss); the first three are issue 15's run, the others a second one
 DATASETS = {"ijcnn1": ("classification", "logistic"),
@@ -85,12 +80,30 @@ def _estimator(task, loss, settings, **kw):
     return DSGClassifier(loss="logistic" if loss == "multinomial" else loss, **common, **kw)
 
 
+def _targets(est, y):
+    """``(Y, K)``: the targets as the fitted estimator's loss sees them, K outputs.
+
+    Real targets (the regressor, ``normalize_y=False``): one column.  Labels:
+    the class index for a ``class_index`` loss (multinomial), else +-1
+    margins, one column for two classes and one a class beyond.
+    """
+    encoding = est.loss_.target_encoding
+    if encoding == "real":
+        Y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        return Y, Y.shape[1]
+    classes = est.classes_
+    if encoding == "class_index":
+        return np.searchsorted(classes, y).astype(np.float64)[:, None], classes.size
+    if classes.size == 2:
+        return np.where(y == classes[1], 1.0, -1.0)[:, None], 1
+    return np.where(np.asarray(y)[:, None] == classes[None, :], 1.0, -1.0), classes.size
+
+
 def _problem(est, X, y):
     """The estimator's regularised risk on its full budget of features."""
-    _, Y, K = est._prepare_targets(y, fitting=False)
+    Y, K = _targets(est, y)
     op = FeatureOperator(est.feature_map_, est.seed_, est.n_blocks_, X, max_bytes=1 << 32)
-    return Problem(op, as_cy_loss(est.loss_), Y, np.ones(X.shape[0]), est.alpha,
-                   est.fit_intercept, K)
+    return Problem(op, est.loss_, Y, np.ones(X.shape[0]), est.alpha, est.fit_intercept, K)
 
 
 def _model(est, M):
@@ -228,12 +241,11 @@ def plot(report, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    parser = argument_parser(__doc__)
+    add_data_dir(parser)
     parser.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS)
     parser.add_argument("--rows", type=int, default=20_000, help="training rows used")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", default=RESULTS_DIR)
+    add_output_dir(parser)
     parser.add_argument("--stem", default="variance_reduced",
                         help="name of the results files (another set of datasets)")
     args = parser.parse_args(argv)

@@ -17,13 +17,16 @@ plugin's losses through ``tests/test_losses.py``), set
 ``ONLINEKERNEL_DISABLE_PLUGINS=0``: an explicit setting is kept.
 """
 import contextlib
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.special import expit, softmax
 
-from onlinekernel import registry
+from onlinekernel import get_feature_map, get_loss, registry
+from onlinekernel.solvers import FeatureOperator, Problem
 
 os.environ.setdefault(registry.DISABLE_ENV, "1")
 registry.reset()  # in case something looked a name up before this module ran
@@ -73,9 +76,6 @@ def entry_point_plugins(monkeypatch):
     registry.reset()
 
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
 def write_tiny_datasets(path):
     """``reg.npz`` and ``cls.npz`` in ``path``: 400 + 100 rows of 4 inputs, for smoke tests.
 
@@ -92,25 +92,63 @@ def write_tiny_datasets(path):
                         X_test=X[400:], y_test=y_cls[400:])
 
 
-def load_benchmark(script):
-    """The module of ``benchmarks/<script>.py``, imported by path.
+def gaussian_problem(loss, target, n, d, alpha, *, data_seed=0, seed=1, n_components=32,
+                     gamma=0.5, fit_intercept=True, K=1, cached=True, w=None):
+    """A batch solver's problem on ``n`` normal rows: ``(problem, X, bound map)``.
 
-    The benchmarks folder goes on ``sys.path`` last, for the scripts'
-    ``from _common import ...``: first, a script's name would shadow an
-    installed package of that name (``benchmarks/sparse.py`` shadowed the
-    ``sparse`` module dask tries to import; it is now ``sparse_input.py``),
-    in this process and in the worker processes a ``LocalCluster`` starts
-    with this process's path.
+    Two blocks of Gaussian features of seed ``seed``; ``target(X)`` gives
+    the targets; unit sample weights unless ``w``; ``cached=False`` makes the
+    operator regenerate the features on every pass.
     """
-    import importlib.util
-    import sys
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.append(str(BENCH_DIR))
-    spec = importlib.util.spec_from_file_location(f"{script}_benchmark",
-                                                  BENCH_DIR / f"{script}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    X = np.random.default_rng(data_seed).normal(size=(n, d))
+    fmap = get_feature_map("gaussian", n_components=n_components, gamma=gamma).bind(d)
+    op = FeatureOperator(fmap, seed, 2, X, max_bytes=(1 << 30) if cached else 0)
+    w = np.ones(n) if w is None else w
+    return Problem(op, get_loss(loss), target(X), w, alpha, fit_intercept, K), X, fmap
+
+
+def loss_gradient(name, params, Y, U):
+    """dloss/draw of the built-in losses (DESIGN.md, section 2), in numpy, vectorised.
+
+    An independent formula for the tests to compare the compiled losses and the
+    solvers with; ``params`` may leave a parameter at its default.
+    """
+    if name == "hinge":
+        return np.where(Y * U < 1.0, -Y, 0.0)
+    if name == "squared_hinge":
+        return -Y * np.maximum(0.0, 1.0 - Y * U)
+    if name == "logistic":
+        return -Y * expit(-Y * U)
+    if name == "multinomial":
+        G = softmax(U, axis=1)
+        G[np.arange(U.shape[0]), Y[:, 0].astype(np.intp)] -= 1.0
+        return G
+    if name == "squared":
+        return U - Y
+    if name == "huber":
+        R, delta = U - Y, params.get("delta", 1.0)
+        return np.where(np.abs(R) <= delta, R, delta * np.sign(R))
+    if name == "epsilon_insensitive":
+        eps = params.get("epsilon", 0.1)
+        return np.where(np.abs(Y - U) > eps, np.sign(U - Y), 0.0)
+    if name == "quantile":
+        return (Y < U).astype(np.float64) - params.get("quantile", 0.5)
+    raise KeyError(name)
+
+
+def run_quick(bench, data_dir, *argv, name=None, out_flag="--output-dir"):
+    """``bench.main`` in quick mode on the datasets in ``data_dir``: ``(report, saved)``.
+
+    The results go to ``data_dir / "out"``; ``saved`` is the JSON written
+    there, checked to be the quick report of benchmark ``name`` (by default
+    the module's name).
+    """
+    name = name or bench.__name__.rsplit(".", 1)[-1]
+    out = data_dir / "out"
+    report = bench.main(["--quick", *argv, "--data-dir", str(data_dir), out_flag, str(out)])
+    saved = json.loads((out / f"{name}_quick.json").read_text())
+    assert saved["benchmark"] == name and saved["mode"] == "quick"
+    return report, saved
 
 
 def fit_any(model, X, y):

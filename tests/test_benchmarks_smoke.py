@@ -8,19 +8,12 @@ import doctest
 import importlib
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-
-limits = importlib.import_module("limits")
-speed = importlib.import_module("speed")
-common = importlib.import_module("_common")
+from benchmarks import _common as common
+from benchmarks import limits, speed
 
 
 def _has_matplotlib():

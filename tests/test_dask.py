@@ -19,17 +19,8 @@ from onlinekernel.solvers import solve_newton_cg  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    # the worker processes start with this process's path: benchmarks/ (which benchmark
-    # scripts put first) last, so that no script's name shadows a package dask imports
-    import sys
-    saved = sys.path[:]
-    bench = [p for p in sys.path if p.rstrip("/").endswith("benchmarks")]
-    sys.path[:] = [p for p in sys.path if p not in bench] + bench
-    try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-    finally:
-        sys.path[:] = saved
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
     with cluster:
         with distributed.Client(cluster, set_as_default=False) as c:
             yield c

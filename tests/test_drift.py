@@ -6,7 +6,6 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import load_benchmark
 from sklearn.base import clone
 
 import onlinekernel
@@ -17,9 +16,8 @@ from river import drift  # noqa: E402
 
 from onlinekernel.river import RiverClassifier, RiverRegressor  # noqa: E402
 
-bench = load_benchmark("drift")
-abrupt_stream, prequential_hits, rows_to_recover = (
-    bench.abrupt_stream, bench.prequential_hits, bench.rows_to_recover)
+from benchmarks import drift as bench  # noqa: E402
+from benchmarks.drift import abrupt_stream, prequential_hits, rows_to_recover  # noqa: E402
 
 
 def _data(n=256, seed=0):

@@ -1,22 +1,12 @@
 """Smoke test of benchmarks/elm_wrks.py on tiny synthetic datasets (a few seconds)."""
-import json
-
 import numpy as np
-import pytest
-from conftest import load_benchmark, write_tiny_datasets
+from benchmarks import elm_wrks
+from conftest import run_quick, write_tiny_datasets
 
 
-@pytest.fixture(scope="module")
-def elm_wrks():
-    return load_benchmark("elm_wrks")
-
-
-def test_quick_run_writes_results(elm_wrks, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     write_tiny_datasets(tmp_path)
-    elm_wrks.main(["--quick", "--datasets", "reg", "cls", "--n-features", "64",
-                   "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "elm_wrks_quick.json").read_text())
-    assert saved["benchmark"] == "elm_wrks" and saved["mode"] == "quick"
+    _, saved = run_quick(elm_wrks, tmp_path, "--datasets", "reg", "cls", "--n-features", "64")
     tasks = [res["task"] for res in saved["datasets"]]
     assert tasks == ["regression", "classification"]
     for res in saved["datasets"]:

@@ -1,22 +1,10 @@
 """benchmarks/iln.py keeps working: budgets, data and one tiny comparison."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
-import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "iln.py"
-
-
-@pytest.fixture(scope="module")
-def iln():
-    spec = importlib.util.spec_from_file_location("iln_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmarks import iln
 
 
-def test_budgets_spend_the_same_number_of_evaluations(iln):
+def test_budgets_spend_the_same_number_of_evaluations():
     T = 200
     for factor in (0.25, 0.5, 1.0, 2.0, 4.0):
         b = iln.budgets(factor * T * T, T)
@@ -26,7 +14,7 @@ def test_budgets_spend_the_same_number_of_evaluations(iln):
             assert abs(cost / (factor * T * T) - 1.0) < 0.05, (factor, costs)
 
 
-def test_problems(iln):
+def test_problems():
     (X, y), val, test = iln.coordinates_problem(50, 40, 10, 20, seed=0)
     assert X.shape == (40, 50) and (X >= 0).all() and abs(y.std() - 0.5) < 1e-12
     assert val[0].shape == (10, 50) and test[0].shape == (20, 50)
@@ -34,7 +22,7 @@ def test_problems(iln):
     assert X.shape == (40, 5) and abs(y.mean()) < 1e-12 and abs(y.std() - 0.5) < 1e-12
 
 
-def test_a_tiny_comparison_runs(iln):
+def test_a_tiny_comparison_runs():
     data = iln.coordinates_problem(30, 40, 20, 20, seed=1)
     res = iln.run_config("coordinates", lambda F: iln.Coordinates(n_components=F), data,
                          40 * 40, 40, seed=0,

@@ -1,17 +1,11 @@
 """Smoke test of benchmarks/kernel_approximation.py on tiny synthetic datasets (seconds)."""
-import json
-
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from benchmarks import kernel_approximation as bench
+from conftest import run_quick
 
 
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark("kernel_approximation")
-
-
-def test_quick_run_writes_results(bench, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     rng = np.random.default_rng(0)
     # "mnist"-like pixels in 0 .. 255 (d = 40) and a "letter"-like table (d = 6)
     pix = rng.integers(0, 256, size=(400, 40)).astype(np.float32)
@@ -20,10 +14,7 @@ def test_quick_run_writes_results(bench, tmp_path):
         y = np.zeros(len(X), dtype=np.int64)
         np.savez_compressed(tmp_path / f"{name}.npz", X_train=X[:300], y_train=y[:300],
                             X_test=X[300:], y_test=y[300:])
-    report = bench.main(["--quick", "--sizes", "32,64", "--data-dir", str(tmp_path),
-                         "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "kernel_approximation_quick.json").read_text())
-    assert saved["benchmark"] == "kernel_approximation" and saved["mode"] == "quick"
+    report, saved = run_quick(bench, tmp_path, "--sizes", "32, 64")
     assert set(saved["datasets"]) == {"mnist", "letter"}
     mnist = saved["datasets"]["mnist"]
     assert mnist["d"] == 40

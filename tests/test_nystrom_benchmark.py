@@ -1,22 +1,13 @@
 """Smoke test of benchmarks/nystrom.py on tiny synthetic datasets (a few seconds)."""
-import json
-
 import numpy as np
 import pytest
-from conftest import load_benchmark, write_tiny_datasets
+from benchmarks import nystrom
+from conftest import run_quick, write_tiny_datasets
 
 
-@pytest.fixture(scope="module")
-def nystrom():
-    return load_benchmark("nystrom")
-
-
-def test_quick_run_writes_results(nystrom, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     write_tiny_datasets(tmp_path)
-    nystrom.main(["--quick", "--datasets", "reg", "cls", "--n-features", "64",
-                  "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "nystrom_quick.json").read_text())
-    assert saved["benchmark"] == "nystrom" and saved["mode"] == "quick"
+    _, saved = run_quick(nystrom, tmp_path, "--datasets", "reg", "cls", "--n-features", "64")
     assert [res["task"] for res in saved["datasets"]] == ["regression", "classification"]
     for res in saved["datasets"]:
         rows = {r["method"]: r for r in res["results"]}

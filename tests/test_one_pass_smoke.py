@@ -1,27 +1,18 @@
 """Smoke test of benchmarks/one_pass.py on a tiny synthetic dataset (a few seconds)."""
-import json
-
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from benchmarks import one_pass
+from conftest import run_quick
 
 
-@pytest.fixture(scope="module")
-def one_pass():
-    return load_benchmark("one_pass")
-
-
-def test_quick_run_writes_results(one_pass, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 255, size=(700, 12)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] > 255).astype(np.int64) + 2 * (X[:, 2] > 128)
     np.savez_compressed(tmp_path / "disc4.npz", X_train=X[:600], y_train=y[:600],
                         X_test=X[600:], y_test=y[600:])
-    report = one_pass.main(["--quick", "--datasets", "disc4", "--data-dir", str(tmp_path),
-                            "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "one_pass_quick.json").read_text())
-    assert saved["benchmark"] == "one_pass" and saved["mode"] == "quick"
+    report, saved = run_quick(one_pass, tmp_path, "--datasets", "disc4")
     res = saved["results"][0]
     assert set(res["curves"]) == {"ours float64", "ours float32", "ours eigenpro float64",
                                   "ours eigenpro float32", "pipeline float64",

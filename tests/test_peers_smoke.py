@@ -5,18 +5,11 @@ the targets, the summary of ``run.py``) so that the benchmarks cannot rot;
 the figures themselves are meaningless at these sizes.
 """
 import doctest
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-peers = importlib.import_module("peers")
-run = importlib.import_module("run")
+from benchmarks import peers, run
 
 TINY = ["--datasets", "shells32", "--synthetic-train", "600", "--synthetic-test", "200",
         "--test-rows", "200", "--curve-test-rows", "100", "--block-size", "32",
@@ -128,6 +121,7 @@ def test_run_summarises_scripts_and_goes_on_after_missing_or_failing_ones(
     (tmp_path / "gamma.py").write_text("def main(argv):\n    raise RuntimeError('boom')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(run, "HERE", tmp_path)
+    monkeypatch.setattr(run, "PACKAGE", None)  # alpha.py and gamma.py are top-level modules
     monkeypatch.setattr(run, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(run, "CORE", (("alpha", ""), ("beta", ""), ("gamma", "")))
     summary = run.main(["--quick"])

@@ -3,10 +3,6 @@
 Every panel gets at least two readable time labels, and no two labels
 overlap, whatever span of fit times the panel has.
 """
-import importlib
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,10 +10,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-quality = importlib.import_module("quality")
+from benchmarks import quality  # noqa: E402
 
 
 def _labels(ax):

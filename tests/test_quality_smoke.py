@@ -1,20 +1,10 @@
 """Smoke test of benchmarks/quality.py on two tiny synthetic datasets (a few seconds)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quality.py"
-
-
-@pytest.fixture(scope="module")
-def quality():
-    spec = importlib.util.spec_from_file_location("quality_benchmark", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from benchmarks import quality
 
 
 @pytest.fixture
@@ -34,7 +24,7 @@ def data_dir(tmp_path):
     return d
 
 
-def test_quick_run_writes_results_and_reuses_exact_cache(quality, data_dir, tmp_path):
+def test_quick_run_writes_results_and_reuses_exact_cache(data_dir, tmp_path):
     out = tmp_path / "out"
     cache = tmp_path / "exact.json"
     args = ["--data-dir", str(data_dir), "--output-dir", str(out), "--exact-cache", str(cache),
@@ -72,7 +62,7 @@ def test_quick_run_writes_results_and_reuses_exact_cache(quality, data_dir, tmp_
     assert again["results"]["disc"]["exact"]["test_error"] == disc["exact"]["test_error"]
 
 
-def test_time_to_a_level_is_read_off_a_curve(quality):
+def test_time_to_a_level_is_read_off_a_curve():
     curve = [{"time_s": 1.0, "error": 5.0}, {"time_s": 2.0, "error": 3.0},
              {"time_s": 3.0, "error": 2.5}]
     assert quality.time_to(curve, 3.0) == 2.0

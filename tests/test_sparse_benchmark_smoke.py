@@ -1,27 +1,18 @@
 """Smoke test of benchmarks/sparse_input.py on a tiny synthetic sparse dataset (seconds)."""
-import json
-
 import numpy as np
-import pytest
-from conftest import load_benchmark
+from benchmarks import sparse_input as sparse_bench
+from conftest import run_quick
 
 
-@pytest.fixture(scope="module")
-def sparse_bench():
-    return load_benchmark("sparse_input")
-
-
-def test_quick_run_writes_results(sparse_bench, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 60)).astype(np.float32)
     X[rng.random(X.shape) > 0.05] = 0.0
     y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1).astype(np.int64)
     np.savez_compressed(tmp_path / "tiny.npz", X_train=X[:300], y_train=y[:300],
                         X_test=X[300:], y_test=y[300:])
-    report = sparse_bench.main(["--quick", "--dataset", "tiny", "--data-dir", str(tmp_path),
-                                "--chunk-rows", "100", "--out-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "sparse_quick.json").read_text())
-    assert saved["benchmark"] == "sparse" and saved["mode"] == "quick"
+    report, saved = run_quick(sparse_bench, tmp_path, "--dataset", "tiny", "--chunk-rows", "100",
+                              out_flag="--out-dir", name="sparse")
     for key in ("fit", "one_pass_partial_fit", "predict", "features"):
         entry = report["results"][key]
         assert entry["sparse_s"] > 0 and entry["dense_s"] > 0

@@ -2,17 +2,12 @@
 import json
 
 import pytest
-from conftest import load_benchmark
+from benchmarks import streams as streams_bench
 
 pytest.importorskip("river")
 
 
-@pytest.fixture(scope="module")
-def streams_bench():
-    return load_benchmark("streams")
-
-
-def test_quick_run_writes_results(streams_bench, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     report = streams_bench.main(["--quick", "--rows", "20", "--adapter-rows", "40",
                                  "--no-prequential", "--out-dir", str(tmp_path)])
     saved = json.loads((tmp_path / "streams_quick.json").read_text())
@@ -28,7 +23,7 @@ def test_quick_run_writes_results(streams_bench, tmp_path):
                                                           ">= 10,000 ro"]
 
 
-def test_the_prequential_table_runs_on_short_streams(streams_bench, log=print):
+def test_the_prequential_table_runs_on_short_streams(log=print):
     out = streams_bench.prequential(60, lambda msg: None)
     assert set(out) == {"RandomRBFDrift", "Hyperplane", "Phishing"}
     for entry in out.values():

@@ -1,27 +1,17 @@
 """Smoke test of benchmarks/structured_maps.py on a tiny synthetic dataset (seconds)."""
-import json
-
 import numpy as np
-import pytest
-from conftest import load_benchmark
+from benchmarks import structured_maps as bench
+from conftest import run_quick
 
 
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark("structured_maps")
-
-
-def test_quick_run_writes_results(bench, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     rng = np.random.default_rng(0)
     # "fashion_mnist"-like pixels in 0 .. 255 (d = 40, padded to 64) and 3 classes
     X = rng.integers(0, 256, size=(500, 40)).astype(np.float32)
     y = (X[:, 0] > 85).astype(np.int64) + (X[:, 1] > 170)
     np.savez_compressed(tmp_path / "fashion_mnist.npz", X_train=X[:400], y_train=y[:400],
                         X_test=X[400:], y_test=y[400:])
-    report = bench.main(["--quick", "--components", "128", "--sizes", "32,64",
-                         "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "structured_maps_quick.json").read_text())
-    assert saved["benchmark"] == "structured_maps" and saved["mode"] == "quick"
+    report, saved = run_quick(bench, tmp_path, "--components", "128", "--sizes", "32, 64")
     assert saved["settings"]["train_rows"] == 400 and saved["settings"]["M"] == 128
     np.testing.assert_allclose(saved["settings"]["gamma_approximation"],
                                1.0 / (40 * (X[:400] / 255.0).var()), rtol=1e-5)

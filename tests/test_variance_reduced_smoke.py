@@ -1,17 +1,11 @@
 """Smoke test of benchmarks/variance_reduced.py on tiny synthetic datasets (seconds)."""
-import json
-
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from benchmarks import variance_reduced as bench
+from conftest import run_quick
 
 
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark("variance_reduced")
-
-
-def test_quick_run_writes_results(bench, tmp_path):
+def test_quick_run_writes_results(tmp_path):
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 4))
@@ -21,9 +15,7 @@ def test_quick_run_writes_results(bench, tmp_path):
     for name, y in sets.items():
         np.savez_compressed(tmp_path / f"{name}.npz", X_train=X[:400], y_train=y[:400],
                             X_test=X[400:], y_test=y[400:])
-    bench.main(["--quick", "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")])
-    saved = json.loads((tmp_path / "out" / "variance_reduced_quick.json").read_text())
-    assert saved["benchmark"] == "variance_reduced" and saved["mode"] == "quick"
+    _, saved = run_quick(bench, tmp_path)
     assert set(saved["datasets"]) == set(sets)
     losses = {name: res["loss"] for name, res in saved["datasets"].items()}
     assert losses == {"ijcnn1": "logistic", "cadata": "squared", "letter": "multinomial"}
@@ -41,7 +33,7 @@ def test_quick_run_writes_results(bench, tmp_path):
     assert (tmp_path / "out" / "variance_reduced_quick.png").stat().st_size > 0
 
 
-def test_fewer_passes_needs_tol_within_sgds_budget(bench):
+def test_fewer_passes_needs_tol_within_sgds_budget():
     assert bench._fewer_passes(20.0, 30.0, 60.0) and not bench._fewer_passes(40.0, 30.0, 60.0)
     assert bench._fewer_passes(20.0, None, 60.0)  # SGD not within its 60 passes
     assert not bench._fewer_passes(90.0, None, 60.0)  # later than SGD was ever run

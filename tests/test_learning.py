@@ -6,49 +6,38 @@ Hyper-parameters are set per dataset where the default bandwidth does not
 suit the data; the preprocessing is stated in each test.
 """
 import numpy as np
+import pytest
 from sklearn.preprocessing import StandardScaler
 
 from conftest import load_dataset, needs_data
 from onlinekernel import DSGClassifier, DSGRegressor
 
 
-@needs_data("ijcnn1")
-def test_ijcnn1_binary_default_model():
+def _classifier_case(name, floor, **params):
+    return pytest.param(name, params, floor, id=name, marks=needs_data(name))
+
+
+@pytest.mark.parametrize("name, params, floor", [
     # Features already in [-1, 1]; default model (logistic by Newton-CG on 4,096
     # features, gamma='scale'; measured 98.3 %, the exact SVC 98.76 %).
-    X, y, Xt, yt = load_dataset("ijcnn1")
-    clf = DSGClassifier(random_state=0).fit(X, y)
-    assert clf.score(Xt, yt) >= 0.970
-
-
-@needs_data("usps")
-def test_usps_multiclass_one_vs_rest():
+    _classifier_case("ijcnn1", 0.970),
     # Pixels in [-1, 1]; 10 classes, hinge one-vs-rest; a narrower bandwidth
     # than 'scale' (1 / (256 * var) = 0.004) and 10 passes.
-    X, y, Xt, yt = load_dataset("usps")
-    clf = DSGClassifier(loss="hinge", gamma=0.008, solver="sgd", max_iter=10, tol=None,
-                        random_state=0).fit(X, y)
-    assert clf.score(Xt, yt) >= 0.93
-
-
-@needs_data("letter")
-def test_letter_26_classes():
+    _classifier_case("usps", 0.93, loss="hinge", gamma=0.008, solver="sgd", max_iter=10,
+                     tol=None),
     # Features in [-1, 1]; 26 classes, hinge one-vs-rest by SGD, gamma = 3.
-    X, y, Xt, yt = load_dataset("letter")
-    clf = DSGClassifier(loss="hinge", gamma=3.0, solver="sgd", max_iter=5, tol=None,
-                        random_state=0).fit(X, y)
-    assert clf.score(Xt, yt) >= 0.93
-
-
-@needs_data("covtype_binary_sub20k")
-def test_covtype_binary():
+    _classifier_case("letter", 0.93, loss="hinge", gamma=3.0, solver="sgd", max_iter=5,
+                     tol=None),
     # Features already scaled to [0, 1]; a Pegasos-like schedule (alpha
     # matched to the step decay: eta0 * t0 = 1 / alpha) without intercept.
-    X, y, Xt, yt = load_dataset("covtype_binary_sub20k")
-    clf = DSGClassifier(loss="hinge", gamma=4.0, alpha=1e-4, eta0=1000.0, t0=10.0,
-                        fit_intercept=False, solver="sgd", max_iter=5, tol=None,
-                        random_state=0).fit(X, y)
-    assert clf.score(Xt, yt) >= 0.80
+    _classifier_case("covtype_binary_sub20k", 0.80, loss="hinge", gamma=4.0, alpha=1e-4,
+                     eta0=1000.0, t0=10.0, fit_intercept=False, solver="sgd", max_iter=5,
+                     tol=None),
+])
+def test_classifier_accuracy_floor(name, params, floor):
+    X, y, Xt, yt = load_dataset(name)
+    clf = DSGClassifier(**params, random_state=0).fit(X, y)
+    assert clf.score(Xt, yt) >= floor
 
 
 @needs_data("cadata")

@@ -26,13 +26,13 @@ import pickle
 
 import numpy as np
 import pytest
-from scipy.special import expit, logsumexp, softmax
+from scipy.special import expit, logsumexp
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor, Loss, get_loss
 from onlinekernel._operator import CyOperatorObjective
 
-from conftest import all_entry_points
+from conftest import all_entry_points, loss_gradient
 
 # --------------------------------------------------------------------------- #
 # the losses under test, built once at collection time
@@ -115,29 +115,6 @@ def np_value(kind, p, y, u):
     return v.sum(axis=1)
 
 
-def np_gradient(kind, p, y, u):
-    if kind == "hinge":
-        return np.where(y * u < 1.0, -y, 0.0)
-    if kind == "squared_hinge":
-        return -y * np.maximum(0.0, 1.0 - y * u)
-    if kind == "logistic":
-        return -y * expit(-y * u)
-    if kind == "multinomial":
-        g = softmax(u, axis=1)
-        g[np.arange(u.shape[0]), y[:, 0].astype(np.intp)] -= 1.0
-        return g
-    if kind == "squared":
-        return u - y
-    if kind == "huber":
-        r, d = u - y, p["delta"]
-        return np.where(np.abs(r) <= d, r, d * np.sign(r))
-    if kind == "epsilon_insensitive":
-        return np.where(np.abs(y - u) > p["epsilon"], np.sign(u - y), 0.0)
-    if kind == "quantile":
-        return (y < u).astype(np.float64) - p["quantile"]
-    raise KeyError(kind)
-
-
 ENCODING = {"hinge": "margin", "squared_hinge": "margin", "logistic": "margin",
             "multinomial": "class_index", "squared": "real", "huber": "real",
             "epsilon_insensitive": "real", "quantile": "real"}
@@ -168,7 +145,7 @@ class NumpyLoss(Loss):
         return np_value(self.kind, self._p(), np.asarray(y), np.asarray(raw))
 
     def gradient(self, y, raw):
-        return np_gradient(self.kind, self._p(), np.asarray(y), np.asarray(raw))
+        return loss_gradient(self.kind, self._p(), np.asarray(y), np.asarray(raw))
 
     def multiclass_loss(self):
         return NumpyLoss("multinomial") if self.kind == "logistic" else self
@@ -265,7 +242,7 @@ def test_gradient_at_exact_kinks_is_a_subgradient_and_follows_the_table(name):
     assert np.all(grad[:, 0] >= np.minimum(fwd, bwd) - 1e-6)
     assert np.all(grad[:, 0] <= np.maximum(fwd, bwd) + 1e-6)
     full = {"delta": 1.0, "epsilon": 0.1, "quantile": 0.5, **params}
-    np.testing.assert_array_equal(grad, np_gradient(name, full, y, raw))
+    np.testing.assert_array_equal(grad, loss_gradient(name, full, y, raw))
 
 
 # --------------------------------------------------------------------------- #

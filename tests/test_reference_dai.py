@@ -25,9 +25,10 @@ Algorithm 2: ``f(x) = intercept + sum_j Phi_j(x) A_j``.
 """
 import numpy as np
 import pytest
-from scipy.special import expit, softmax
 
 from onlinekernel import DSGClassifier, DSGRegressor, get_loss
+
+from conftest import loss_gradient
 
 SQRT2 = np.sqrt(2.0)
 
@@ -42,31 +43,6 @@ def gaussian_features(params, X, F):
     W = params[:F * d].reshape(F, d)
     b = params[F * d:]
     return SQRT2 * np.cos(X @ W.T + b)
-
-
-def loss_gradient(name, params, Y, U):
-    """dloss/draw of the losses of DESIGN.md's table, vectorised."""
-    if name == "hinge":
-        return np.where(Y * U < 1.0, -Y, 0.0)
-    if name == "squared_hinge":
-        return -Y * np.maximum(0.0, 1.0 - Y * U)
-    if name == "logistic":
-        return -Y * expit(-Y * U)
-    if name == "multinomial":
-        G = softmax(U, axis=1)
-        G[np.arange(U.shape[0]), Y[:, 0].astype(int)] -= 1.0
-        return G
-    if name == "squared":
-        return U - Y
-    if name == "huber":
-        R, delta = U - Y, params.get("delta", 1.0)
-        return np.where(np.abs(R) <= delta, R, delta * np.sign(R))
-    if name == "epsilon_insensitive":
-        eps = params.get("epsilon", 0.1)
-        return np.where(np.abs(Y - U) > eps, np.sign(U - Y), 0.0)
-    if name == "quantile":
-        return (Y < U).astype(float) - params.get("quantile", 0.5)
-    raise KeyError(name)
 
 
 def step_size(schedule, t, eta0, t0, alpha):

@@ -7,20 +7,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
-                          DSGOneClassSVM, DSGRegressor, FeatureMap, get_feature_map, get_loss)
+                          DSGOneClassSVM, DSGRegressor, FeatureMap, get_loss)
 from onlinekernel._featuremap import as_cy_feature_map
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
+from conftest import gaussian_problem
+
 
 def _problem(loss, y, n=300, d=3, alpha=1e-4, fit_intercept=True, K=1, cached=True, w=None):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, d))
-    fmap = get_feature_map("gaussian", n_components=32, gamma=0.5).bind(d)
-    op = FeatureOperator(fmap, 11, 2, X, max_bytes=(1 << 30) if cached else 0)
-    Y = y(X)
-    w = np.ones(n) if w is None else w
-    return Problem(op, get_loss(loss), Y, w, alpha, fit_intercept, K), X, fmap
+    return gaussian_problem(loss, y, n, d, alpha, seed=11, fit_intercept=fit_intercept, K=K,
+                            cached=cached, w=w)
 
 
 def _explicit(p):
@@ -209,11 +206,8 @@ def test_sgd_warns_on_a_hard_problem():
 
 
 def _ill_conditioned(loss, y, n=2000, alpha=1e-8):
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(n, 2))
-    fmap = get_feature_map("gaussian", n_components=64, gamma=0.3).bind(2)
-    op = FeatureOperator(fmap, 3, 2, X, max_bytes=1 << 30)
-    return Problem(op, get_loss(loss), y(X), np.ones(n), alpha, True, 1)
+    return gaussian_problem(loss, y, n, 2, alpha, data_seed=5, seed=3, n_components=64,
+                            gamma=0.3)[0]
 
 
 @pytest.mark.parametrize("loss, target", [("squared", _sine), ("logistic", _xor)])

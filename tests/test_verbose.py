@@ -10,17 +10,16 @@ import re
 
 import numpy as np
 import pytest
-from conftest import fit_any
+from conftest import fit_any, gaussian_problem
 
 import onlinekernel
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
                           DSGOneClassSVM, DSGQuantileRegressor, DSGRegressor,
                           ExtremeLearningMachineClassifier, FixedFeatureClassifier,
                           FixedFeatureRegressor, ShrinkingGradientRegressor,
-                          WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor,
-                          get_feature_map, get_loss)
-from onlinekernel.solvers import (FeatureOperator, Problem, solve_cholesky, solve_dual_cd,
-                                  solve_lbfgs, solve_newton_cg, solve_sarah, solve_svrg)
+                          WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
+from onlinekernel.solvers import (solve_cholesky, solve_dual_cd, solve_lbfgs, solve_newton_cg,
+                                  solve_sarah, solve_svrg)
 
 SMALL = dict(block_size=16, max_blocks=4, random_state=0)
 
@@ -229,11 +228,7 @@ def test_verbose_true_is_level_1_and_round_trips(tmp_path, capsys):
 # the solvers' callback, which verbose is built on
 # --------------------------------------------------------------------------- #
 def _problem(loss, Y, n=200, alpha=1e-3):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, 2))
-    fmap = get_feature_map("gaussian", n_components=32, gamma=0.5).bind(2)
-    op = FeatureOperator(fmap, 1, 2, X, max_bytes=1 << 30)
-    return Problem(op, get_loss(loss), Y(X), np.ones(n), alpha, True, 1)
+    return gaussian_problem(loss, Y, n, 2, alpha)[0]
 
 
 @pytest.mark.parametrize("solve, loss, measure", [

@@ -90,7 +90,8 @@ def factories(regression, M, max_iter_sgd, wrks_iter, seed=0):
     common = {"n_components": M, "block_size": min(256, M), "random_state": seed}
     return {
         "ELM": (lambda a: elm(**common, alpha=a), ALPHAS, "alpha"),
-        "WRKS": (lambda r: wrks(**common, radius=r, max_iter=wrks_iter, tol=1e-4), RADII, "radius"),
+        "WRKS": (lambda r: wrks(**common, radius=r, max_iter=wrks_iter, tol=1e-4), RADII,
+                 "radius"),
         "ridge": (lambda a: dsg(**ridge, **common, alpha=a, solver="cholesky"), ALPHAS, "alpha"),
         "SGD": (lambda _: dsg(**common, solver="sgd", max_iter=max_iter_sgd), (None,), None),
     }

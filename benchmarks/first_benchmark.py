@@ -262,8 +262,9 @@ def profile_onlinekernel(X, y, gamma, cfg, rounds):
     encoding, state copies), then replays the prediction half of every step
     — ``decision_function`` of each ``batch_size``-row batch with all the
     model's blocks, which is what a step computes before its gradient (plus
-    the public call's input checks) — on the trained model.  The rest of the compiled time is the gradient half
-    (features evaluated a second time, the transposed product, the updates).
+    the public call's input checks) — on the trained model.  The rest of the
+    compiled time is the gradient half (features evaluated a second time,
+    the transposed product, the updates).
     Times are the minima over the rounds (the least disturbed by other load).
     """
     totals, steps, replays = [], [], []
@@ -304,8 +305,8 @@ def profile_onlinekernel(X, y, gamma, cfg, rounds):
         "per_round": {"train_pass_s": totals, "compiled_train_steps_s": steps,
                       "predict_half_replay_s": replays},
         "method": ("train_pass_s: min over rounds; python_overhead_s: median over rounds of the "
-                   "time outside train_steps; predict_half_s: min over rounds of decision_function "
-                   "replayed on every batch_size-row batch at the full budget (the first "
+                   "time outside train_steps; predict_half_s: min over rounds of "
+                   "decision_function replayed on every batch_size-row batch at the full budget (the first "
                    "max_blocks steps have fewer blocks, so this slightly over-estimates it); "
                    "gradient_and_update_s: the remainder of the compiled time"),
     }

@@ -99,15 +99,17 @@ def machine_info():
 
 
 def compiled_extension():
-    """The newest compiled extension module of the onlinekernel being measured.
+    """The compiled solver's file in the onlinekernel being measured (its build time).
 
-    Found by file name under the package's folder (the solver's extension is
-    rebuilt with every compiled change, so the newest file names the build).
+    Found by file name under the package's folder, not imported: the
+    extension named ``_solver`` where there is one, else the newest compiled
+    extension; None in a build without any.
     """
     import onlinekernel
     root = Path(onlinekernel.__file__).resolve().parent
     found = [p for pattern in ("*.so", "*.pyd") for p in root.rglob(pattern)]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+    solver = [p for p in found if p.name.split(".")[0] == "_solver"]
+    return max(solver or found, key=lambda p: p.stat().st_mtime, default=None)
 
 
 def build_info():

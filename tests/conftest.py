@@ -19,6 +19,7 @@ plugin's losses through ``tests/test_losses.py``), set
 import contextlib
 import json
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +150,18 @@ def run_quick(bench, data_dir, *argv, name=None, out_flag="--output-dir"):
     saved = json.loads((out / f"{name}_quick.json").read_text())
     assert saved["benchmark"] == name and saved["mode"] == "quick"
     return report, saved
+
+
+def learn_then_pickle(model, stream, split):
+    """``(model, copy)``: ``model`` learns ``stream[:split]`` one row at a time, is
+    pickled into ``copy``, then both learn the rest."""
+    for x, y in stream[:split]:
+        model.learn_one(x, y)
+    copy = pickle.loads(pickle.dumps(model))
+    for x, y in stream[split:]:
+        model.learn_one(x, y)
+        copy.learn_one(x, y)
+    return model, copy
 
 
 def fit_any(model, X, y):

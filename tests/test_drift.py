@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import learn_then_pickle
 from sklearn.base import clone
 
 import onlinekernel
@@ -226,14 +227,9 @@ def test_learn_many_feeds_the_detector_and_reacts_once():
 
 
 def test_adapter_with_a_detector_pickles_and_continues_identically():
-    stream = abrupt_stream(1200, 600, 0)
-    model = RiverClassifier(drift_detector=drift.ADWIN(), drift_reaction="regrow", seed=0)
-    for x, y in stream[:700]:
-        model.learn_one(x, y)
-    other = pickle.loads(pickle.dumps(model))
-    for x, y in stream[700:]:
-        model.learn_one(x, y)
-        other.learn_one(x, y)
+    model, other = learn_then_pickle(
+        RiverClassifier(drift_detector=drift.ADWIN(), drift_reaction="regrow", seed=0),
+        abrupt_stream(1200, 600, 0), 700)
     assert model.drifts_ == other.drifts_ and model.drifts_
     assert np.array_equal(model.model_.coef_, other.model_.coef_)
 

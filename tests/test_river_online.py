@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import learn_then_pickle
 
 pytest.importorskip("river")
 
@@ -104,14 +105,9 @@ def test_refresh_gamma_rescales_the_inputs_to_the_variance_gamma_was_chosen_for(
 
 
 def test_online_preprocessing_survives_pickling():
-    model = RiverClassifier(seed=0, warm_up=8, standardize="running", refresh_gamma=10)
     stream = _rows(50)
-    for x, y in stream[:30]:
-        model.learn_one(x, y)
-    copy = pickle.loads(pickle.dumps(model))
-    for x, y in stream[30:]:
-        model.learn_one(x, y)
-        copy.learn_one(x, y)
+    model, copy = learn_then_pickle(
+        RiverClassifier(seed=0, warm_up=8, standardize="running", refresh_gamma=10), stream, 30)
     assert copy.predict_proba_one(stream[0][0]) == model.predict_proba_one(stream[0][0])
 
 

@@ -125,18 +125,6 @@ cdef double MIN_SCALE = 1e-9
 cdef Py_ssize_t KEEP_BYTES = 32 * 2 ** 20
 
 
-def _threads(n_jobs):
-    """Threads for ``n_jobs`` (scikit-learn's convention: None is 1, -1 all cores)."""
-    if n_jobs is None:
-        return 1
-    import os
-    cores = os.cpu_count() or 1
-    n = int(n_jobs)
-    if n == 0:
-        raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1")
-    return max(1, n if n > 0 else cores + 1 + n)
-
-
 cdef class BlockSource:
     """Parameters of the blocks of one model: cached while the budget lasts,
     regenerated from ``(seed, j)`` otherwise.
@@ -374,7 +362,7 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
     if (sizeof(real) == 4) != src.single:
         raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
     if n_jobs < 1:
-        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with check_n_jobs)")
     cdef Rows R
     keep_alive = rows_of(X, src.dtype, &R)
     n_tiles = (n + TILE - 1) // TILE
@@ -427,7 +415,7 @@ def block_features(BlockSource src, X, Py_ssize_t n_blocks, int n_jobs=1):
     if n_blocks < 0:
         raise ValueError(f"n_blocks must be >= 0, got {n_blocks}")
     if n_jobs < 1:
-        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with check_n_jobs)")
     cdef Rows R
     keep_alive = rows_of(X, src.dtype, &R)
     out = np.empty((n, M), dtype=src.dtype)
@@ -574,7 +562,7 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
         raise ValueError("averaging needs coef_avg and intercept_avg shaped like coef and "
                          "intercept")
     if n_jobs < 1:
-        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with _threads)")
+        raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with check_n_jobs)")
     if decay is not None:
         if decay.shape[0] != n_steps:
             raise ValueError("decay must hold one factor per step")

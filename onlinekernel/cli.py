@@ -541,7 +541,7 @@ def _build_model(args):
     Model = DSGClassifier if task == "classify" else DSGRegressor
     model = Model(random_state=args.seed, **params)
     # Reject a bad name or value now, not after a first pass over a big file.
-    model._validate_params()
+    model.check_params()
     kernel = model.kernel
     accepted = registry.available_feature_maps()[kernel]["parameters"]
     fixed = {"n_components": "--block-size", "gamma": "--gamma"}

@@ -226,8 +226,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.river needs River: pip install river") from exc
 
-from onlinekernel.estimators import DSGClassifier, DSGRegressor
-from onlinekernel.estimators._base import DRIFT_REACTIONS
+from onlinekernel.estimators import DRIFT_REACTIONS, DSGClassifier, DSGRegressor
 
 __all__ = ["RiverClassifier", "RiverRegressor"]
 
@@ -276,34 +275,8 @@ def _sorted_keys(keys):
 
 
 def _with_new_class(est):
-    """A copy of the fitted classifier ``est`` with one more class, index ``K``.
-
-    The scores of the known classes are kept: a single output ``f`` becomes
-    ``(-a f, a f)`` (``a = 1/2`` for a softmax loss, which keeps the odds;
-    ``1`` for one-vs-rest), more outputs are kept as they are.  The new
-    class's output has zero coefficients and the smallest intercept of the
-    others.  The copy shares the block cache (it has the same seed and map).
-    """
-    K = est.classes_.shape[0]
-    loss = est._resolve_loss(K + 1)
-    n_old = est._n_outputs
-    T = np.zeros((n_old, K + 1))
-    if n_old == 1:
-        a = 0.5 if loss.target_encoding == "class_index" else 1.0
-        T[0, 0], T[0, 1] = -a, a
-    else:
-        T[:, :n_old] = np.eye(n_old)
-    state = dict(est.__dict__)
-    for key in ("_coef", "_coef_avg"):
-        state[key] = np.ascontiguousarray(state[key] @ T)
-    for key in ("_intercept", "_intercept_avg"):
-        b = state[key] @ T
-        b[K] = b[:K].min()
-        state[key] = b
-    state.update(classes_=np.arange(K + 1), loss_=loss, _n_outputs=K + 1)
-    new = type(est).__new__(type(est))
-    new.__dict__.update(state)
-    return new
+    """A copy of the fitted classifier ``est`` (trained on class indices) with class ``K``."""
+    return est.with_new_class(est.classes_.shape[0])
 
 
 class _DSGAdapter:
@@ -388,7 +361,7 @@ class _DSGAdapter:
             template = cls(**{**self._stream_defaults, **self.kwargs})
         if self.seed is not None:
             template.set_params(random_state=self.seed)
-        template._validate_params()  # bad values fail now, not at the end of the warm-up
+        template.check_params()  # bad values fail now, not at the end of the warm-up
         return template
 
     # ------------------------------------------------------------------ #
@@ -639,7 +612,7 @@ class _DSGAdapter:
                 fired = k
                 count, mean = 1, e  # the errors since this reaction
         if fired is not None:
-            view.model._react_to_drift(self.drift_reaction)
+            view.model.react_to_drift(self.drift_reaction)
             self._drifts = self._drifts + (self._n_learned + fired,)
         self._error_means = (count, mean, recent)
 

@@ -111,7 +111,7 @@ def test_reset_step_restarts_the_schedule_and_keeps_the_coefficients():
     alpha = 1e-3
     est, X, y = _fitted(precondition=False, max_blocks=32, alpha=alpha)
     coef = est.coef_.copy()
-    est._react_to_drift("reset_step")
+    est.react_to_drift("reset_step")
     assert np.array_equal(est.coef_, coef) and est._clock_start == est.samples_seen_
     plain = copy.deepcopy(est)
     del plain._clock_start  # the same model without the reaction
@@ -126,8 +126,8 @@ def test_reset_step_restarts_the_schedule_and_keeps_the_coefficients():
 def test_shrink_halves_the_coefficients_and_regrow_drops_the_blocks():
     est, X, y = _fitted()
     coef, b = est.coef_.copy(), est.intercept_.copy()
-    np.testing.assert_allclose(copy.deepcopy(est)._react_to_drift("shrink").coef_, 0.5 * coef)
-    est._react_to_drift("regrow")
+    np.testing.assert_allclose(copy.deepcopy(est).react_to_drift("shrink").coef_, 0.5 * coef)
+    est.react_to_drift("regrow")
     assert est.n_blocks_ == 0 and est.coef_.shape[0] == 0
     np.testing.assert_array_equal(est.decision_function(X), np.full(len(X), b[0]))
     est.partial_fit(X[:32], y[:32])  # grows again
@@ -136,7 +136,7 @@ def test_shrink_halves_the_coefficients_and_regrow_drops_the_blocks():
 
 def test_a_reaction_restarts_averaging():
     est, X, y = _fitted(average=True)
-    est._react_to_drift("reset_step")
+    est.react_to_drift("reset_step")
     assert est.n_averaged_ == 0
     est.partial_fit(X[:32], y[:32])
     np.testing.assert_allclose(est.coef_, est._scale * est._coef[:est.n_random_features_])
@@ -145,12 +145,12 @@ def test_a_reaction_restarts_averaging():
 def test_unknown_reaction_raises():
     est, _, _ = _fitted()
     with pytest.raises(ValueError, match="unknown drift_reaction 'forget'"):
-        est._react_to_drift("forget")
+        est.react_to_drift("forget")
 
 
 def test_the_restarted_clock_survives_model_files_and_pickles(tmp_path):
     est, X, y = _fitted()
-    est._react_to_drift("reset_step")
+    est.react_to_drift("reset_step")
     est.partial_fit(X[:64], y[:64])
     path = tmp_path / "m.okm"
     est.save(path)

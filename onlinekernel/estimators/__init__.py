@@ -1,4 +1,5 @@
 """Scikit-learn compatible estimators."""
+from onlinekernel.estimators._base import DRIFT_REACTIONS
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._density_ratio import DSGDensityRatio
 from onlinekernel.estimators._elm import (
@@ -11,7 +12,7 @@ from onlinekernel.estimators._quantile import DSGQuantileRegressor
 from onlinekernel.estimators._regressor import DSGRegressor
 from onlinekernel.estimators._shrinking import ShrinkingGradientRegressor
 
-__all__ = ["DSGClassifier", "DSGDensityRatio", "DSGGaussianProcessRegressor",
+__all__ = ["DRIFT_REACTIONS", "DSGClassifier", "DSGDensityRatio", "DSGGaussianProcessRegressor",
            "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor",
            "ExtremeLearningMachineClassifier", "ExtremeLearningMachineRegressor",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",

@@ -22,6 +22,7 @@ import weakref
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -35,7 +36,11 @@ from onlinekernel._random import words
 from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel._schedules import SCHEDULES, step_sizes
 from onlinekernel._splits import content_split
-from onlinekernel._solver import BlockSource, _threads, block_features, predict_raw, \
+from onlinekernel.estimators import _docs
+from onlinekernel.estimators._constraints import Bool, Int, Options, Real
+from onlinekernel.estimators._constraints import check_int as _check_int
+from onlinekernel.estimators._constraints import check_real as _check_real
+from onlinekernel._solver import BlockSource, block_features, predict_raw, \
     train_steps
 from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
@@ -75,7 +80,7 @@ _EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
 # copied when present, never replaced by arrays (they do not change once set)
 _OPTIONAL_STATE = ("_y_mean", "_y_scale", "_eig_vectors", "_eig_values", "_eig_step",
                    "_eig_level", "_clock_start")
-# What a drift reaction does to the model (see ``BaseDSG._react_to_drift``)
+# What a drift reaction does to the model (see ``BaseDSG.react_to_drift``)
 DRIFT_REACTIONS = ("reset_step", "shrink", "regrow")
 # The factor of drift_reaction="shrink" (measured in benchmarks/drift.py)
 _DRIFT_SHRINK = 0.5
@@ -107,12 +112,33 @@ def check_dtype(value):
 
 
 def check_n_jobs(value):
-    """Number of threads of an ``n_jobs`` parameter (None: 1; -1: every core)."""
+    """Number of threads of an ``n_jobs`` parameter (None: 1; -1: every core).
+
+    The one place ``n_jobs`` is checked and resolved; the compiled loops take
+    the resolved count.  Negative values count back from joblib's number of
+    usable cores (-2: all but one), as scikit-learn does.
+    """
     if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)
                               or value == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores), "
                          f"got {value!r}")
-    return _threads(value)
+    if value is None:  # 1 even inside a joblib backend context, as before
+        return 1
+    return max(1, effective_n_jobs(int(value)))
+
+
+def check_sample_weight(sample_weight, X):
+    """``sample_weight`` as a float64 weight per row of ``X`` (ones when None).
+
+    The one check of the weights: scikit-learn's (length, NaN, infinity,
+    sign), with a negative weight reported in this package's words.
+    """
+    try:
+        return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    except ValueError as exc:
+        if "Negative values" in str(exc):
+            raise ValueError("sample_weight must be finite and non-negative") from None
+        raise
 
 
 def model_outputs(state, X, n_jobs=None, intercept=True):
@@ -145,25 +171,65 @@ def _map_name(fmap):
     return getattr(fmap, "name", None) or type(fmap).__name__
 
 
-def _check_int(name, value, low, allow_none=False, high=None):
-    if value is None and allow_none:
-        return
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be at most {high:,d}, got {value!r}")
+def _check_forgetting(name, f):
+    if not (isinstance(f, numbers.Real) and not isinstance(f, bool) and 0.0 <= f < 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1) (the fraction of the "
+                         f"coefficients forgotten per row), got {f!r}")
 
 
-def _check_real(name, value, low, strict=False):
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if not ok or (value <= low if strict else value < low):
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low}, "
-                         f"got {value!r}")
+def _check_fraction(name, value):
+    _check_real(name, value, 0.0, strict=True)
+    if not value < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
 
 
-def _check_bool(name, value):
+def _check_dict(name, value):
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict or None, got {type(value).__name__}")
+
+
+def _check_average(name, value):
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        _check_int(name, value, 0)
+
+
+def _check_schedule(name, sched):
+    if not (isinstance(sched, (tuple, list)) and len(sched) == 2
+            and all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                    for v in sched) and sched[0] >= 1 and sched[1] >= 0):
+        raise ValueError(f"{name} must be a pair (G, U) of integers, G >= 1 new-block "
+                         f"steps then U >= 0 reuse steps, got {sched!r}")
+
+
+def _check_precondition(name, pre):
+    if not (isinstance(pre, (bool, np.bool_)) or (isinstance(pre, str) and pre in _PRECONDITIONS)
+            or (isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0)):
+        raise ValueError(f"{name} must be 'auto', 'eigenpro', True, False or a "
+                         f"ridge > 0, got {pre!r}")
+
+
+def _check_random_state(name, rs):
+    if not (rs is None or isinstance(rs, np.random.RandomState)
+            or (isinstance(rs, numbers.Integral) and 0 <= rs < 2 ** 32)):
+        raise ValueError(f"{name} must be None, an integer in [0, 2**32) or a "
+                         f"numpy RandomState, got {rs!r}")
+
+
+def input_scaling_pair(given):
+    """An ``input_scaling`` parameter as float64 ``(mean, scale)`` arrays, or None."""
+    if given is None:
+        return None
+    try:
+        mean, scale = (np.asarray(v, dtype=np.float64) for v in given)
+    except (TypeError, ValueError):
+        raise ValueError(f"input_scaling must be None or a pair (mean, scale) of "
+                         f"per-column numbers, got {given!r}") from None
+    if not (mean.ndim == scale.ndim == 1 and mean.shape == scale.shape and mean.size
+            and np.isfinite(mean).all() and np.isfinite(scale).all()
+            and (scale > 0).all()):
+        raise ValueError("input_scaling must be a pair (mean, scale) of equal-length "
+                         "1-d arrays of finite numbers, scale > 0")
+    return mean, scale
 
 
 def _same(a, b):
@@ -391,6 +457,46 @@ class BaseDSG(BaseEstimator):
     n_components = None
     verbose = 0
 
+    # What each parameter accepts on its own (see _constraints), checked by
+    # _validate_params for the parameters of the constructor; subclasses
+    # extend the dict.  Rules that depend on the class or on several
+    # parameters are in _check_combinations.
+    _parameter_constraints = {
+        "batch_size": Int(1),
+        "block_size": Int(1, high=MAX_BLOCK_SIZE),
+        "max_blocks": Int(1, none=True),
+        "n_components": Int(1, none=True),
+        "eta0": Real(0.0, strict=True),
+        "t0": Real(0.0, strict=True),
+        "eta_min": Real(0.0),
+        "forgetting": _check_forgetting,
+        "max_memory": Int(0),
+        "max_iter": Int(1),
+        "tol": Real(0.0, none=True),
+        "n_iter_no_change": Int(1),
+        "early_stopping": Bool(),
+        "validation_fraction": _check_fraction,
+        "cache_bytes": Int(0),
+        "dtype": lambda name, value: check_dtype(value),
+        "n_jobs": lambda name, value: check_n_jobs(value),
+        "degree": Int(0),
+        "coef0": Real(-np.inf),
+        "learning_rate": Options(SCHEDULES, quote=False),
+        "kernel_params": _check_dict,
+        "loss_params": _check_dict,
+        "input_scaling": lambda name, value: input_scaling_pair(value),
+        "fit_intercept": Bool(),
+        "shuffle": Bool(),
+        "warm_start": Bool(),
+        "verbose": lambda name, value: check_verbose(value),
+        "average": _check_average,
+        "reuse": Options(_REUSE_MODES),
+        "reuse_schedule": _check_schedule,
+        "precondition": _check_precondition,
+        "projection": Bool(),
+        "random_state": _check_random_state,
+    }
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # CSR rows go to the maps' sparse products
@@ -436,42 +542,47 @@ class BaseDSG(BaseEstimator):
         if all(map(_plain, key[1])):
             _validated[self] = key
 
+    def check_params(self):
+        """Check the parameters now, as every training call does first; return ``self``.
+
+        For a caller that builds a model long before its first training
+        call (the command line, the River adapter) and wants a bad name or
+        value to fail at once rather than after reading the data.
+
+        Raises
+        ------
+        ValueError or TypeError
+            Naming the parameter and what it accepts.
+        """
+        self._validate_params()
+        return self
+
     def _validate_params(self):
+        """Check every parameter: each on its own (``_parameter_constraints``), then together.
+
+        The one place parameters are checked; training calls run it through
+        ``_check_params``, which skips it while the parameters are unchanged
+        (a stream's ``partial_fit`` calls).
+        """
+        constraints = self._parameter_constraints
+        for name in self._get_param_names():
+            check = constraints.get(name)
+            if check is not None:
+                check(name, getattr(self, name))
+        self._check_combinations()
+
+    def _check_combinations(self):
+        """The rules that depend on the class or tie parameters together."""
         self._validate_penalty()
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
-        self._validate_budget()
-        _check_real("eta0", self.eta0, 0.0, strict=True)
-        _check_real("t0", self.t0, 0.0, strict=True)
-        self._validate_drift()
-        self._validate_stopping()
-        _check_int("cache_bytes", self.cache_bytes, 0)
-        self._model_dtype()
-        check_n_jobs(self.n_jobs)
-        _check_int("degree", self.degree, 0)
-        _check_real("coef0", self.coef0, -np.inf)
-        if self.learning_rate not in SCHEDULES:
-            raise ValueError(f"unknown learning_rate {self.learning_rate!r}; choose one of "
-                             f"{', '.join(SCHEDULES)}")
+        if "max_memory" in self._get_param_names():  # the estimators with batch solvers
+            Options(self._solvers)("solver", self.solver)
+        if self.forgetting and self.precondition == "eigenpro":
+            raise ValueError("forgetting cannot be combined with precondition='eigenpro': "
+                             "EigenPro's steps on the full budget follow their own step size")
         if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise ValueError(f"kernel_params must be a dict or None, got "
-                             f"{type(self.kernel_params).__name__}")
         self._loss_params()
-        self._input_scaling()
-        _check_bool("fit_intercept", self.fit_intercept)
-        _check_bool("shuffle", self.shuffle)
-        _check_bool("warm_start", self.warm_start)
-        check_verbose(self.verbose)
-        if not isinstance(self.average, (bool, np.bool_)):
-            _check_int("average", self.average, 0)
-        self._validate_reuse()
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, np.random.RandomState)
-                or (isinstance(rs, numbers.Integral) and 0 <= rs < 2 ** 32)):
-            raise ValueError(f"random_state must be None, an integer in [0, 2**32) or a "
-                             f"numpy RandomState, got {rs!r}")
+        self._check_reuse()
         # partial_fit on a fitted model keeps its loss_ and feature_map_, but
         # must still reject a bad loss or kernel: check them unless they are
         # the ones the model was built from (the registry lookup is slow
@@ -481,49 +592,14 @@ class BaseDSG(BaseEstimator):
                                     for k in ("loss", "kernel") if k in built):
             self._check_names()
 
-    def _validate_drift(self):
-        """Check the non-stationary parameters: the step floor and the forgetting."""
-        _check_real("eta_min", self.eta_min, 0.0)
-        f = self.forgetting
-        if not (isinstance(f, numbers.Real) and not isinstance(f, bool) and 0.0 <= f < 1.0):
-            raise ValueError(f"forgetting must be a number in [0, 1) (the fraction of the "
-                             f"coefficients forgotten per row), got {f!r}")
-        if f and self.precondition == "eigenpro":
-            raise ValueError("forgetting cannot be combined with precondition='eigenpro': "
-                             "EigenPro's steps on the full budget follow their own step size")
+    def _check_reuse(self):
+        """What a full budget does: the modes that combine, and the float32 rule.
 
-    def _validate_stopping(self):
-        """Check the solver and stopping parameters."""
-        if "max_memory" in self._get_param_names():  # the estimators with batch solvers
-            if not (isinstance(self.solver, str) and self.solver in self._solvers):
-                raise ValueError(f"unknown solver {self.solver!r}; choose one of "
-                                 f"{', '.join(map(repr, self._solvers))}")
-            _check_int("max_memory", self.max_memory, 0)
-        _check_int("max_iter", self.max_iter, 1)
-        if self.tol is not None:
-            _check_real("tol", self.tol, 0.0)
-        _check_int("n_iter_no_change", self.n_iter_no_change, 1)
-        _check_bool("early_stopping", self.early_stopping)
-        _check_real("validation_fraction", self.validation_fraction, 0.0, strict=True)
-        if not self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got "
-                             f"{self.validation_fraction!r}")
-
-    def _validate_reuse(self):
-        if not (isinstance(self.reuse, str) and self.reuse in _REUSE_MODES):
-            raise ValueError(f"unknown reuse {self.reuse!r}; choose one of "
-                             f"{', '.join(repr(m) for m in _REUSE_MODES)}")
+        The float32 rule is checked here only; the compiled steps keep an
+        assertion on the buffers they are given.
+        """
         sched = self.reuse_schedule
-        if not (isinstance(sched, (tuple, list)) and len(sched) == 2
-                and all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                        for v in sched) and sched[0] >= 1 and sched[1] >= 0):
-            raise ValueError(f"reuse_schedule must be a pair (G, U) of integers, G >= 1 new-block "
-                             f"steps then U >= 0 reuse steps, got {sched!r}")
         pre = self.precondition
-        if not (isinstance(pre, (bool, np.bool_)) or (isinstance(pre, str) and pre in _PRECONDITIONS)
-                or (isinstance(pre, numbers.Real) and np.isfinite(pre) and pre > 0)):
-            raise ValueError(f"precondition must be 'auto', 'eigenpro', True, False or a "
-                             f"ridge > 0, got {pre!r}")
         if pre == "eigenpro" and not (self._budget_blocks() is not None and self.reuse == "all"
                                       and tuple(sched) == (1, 0) and not self.projection):
             raise ValueError("precondition='eigenpro' needs a finite max_blocks (or "
@@ -532,7 +608,6 @@ class BaseDSG(BaseEstimator):
         if self._ridge() and self.reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
-        _check_bool("projection", self.projection)
         if self.projection and not (self._alpha_is_auto() or getattr(self, "alpha", 0.0) > 0):
             raise ValueError("projection=True needs alpha > 0: the ball has radius "
                              "1 / sqrt(alpha)")
@@ -542,11 +617,6 @@ class BaseDSG(BaseEstimator):
             raise ValueError("in float32 models only reuse='all' runs, preconditioned on "
                              "batches no larger than block_size; reuse modes, reuse_schedule "
                              "and projection need dtype='float64'")
-
-    def _validate_budget(self):
-        """Check the feature budget: ``max_blocks``, and ``n_components`` when given."""
-        _check_int("max_blocks", self.max_blocks, 1, allow_none=True)
-        _check_int("n_components", self.n_components, 1, allow_none=True)
 
     def _budget_blocks(self):
         """The feature budget in blocks (None: unbounded).
@@ -608,19 +678,7 @@ class BaseDSG(BaseEstimator):
         """``input_scaling`` (or ``given``) as float64 ``(mean, scale)`` arrays, or None."""
         if given is None:
             given = getattr(self, "input_scaling", None)
-        if given is None:
-            return None
-        try:
-            mean, scale = (np.asarray(v, dtype=np.float64) for v in given)
-        except (TypeError, ValueError):
-            raise ValueError(f"input_scaling must be None or a pair (mean, scale) of "
-                             f"per-column numbers, got {given!r}") from None
-        if not (mean.ndim == scale.ndim == 1 and mean.shape == scale.shape and mean.size
-                and np.isfinite(mean).all() and np.isfinite(scale).all()
-                and (scale > 0).all()):
-            raise ValueError("input_scaling must be a pair (mean, scale) of equal-length "
-                             "1-d arrays of finite numbers, scale > 0")
-        return mean, scale
+        return input_scaling_pair(given)
 
     def _scale_inputs(self, X, given=None):
         """``(X - mean) / scale`` with ``input_scaling`` (or ``given``); X as is without one.
@@ -932,7 +990,7 @@ class BaseDSG(BaseEstimator):
         self._ensure_capacity(state, n_steps)
         rows = np.full(n_steps, B, dtype=np.int64)
         rows[-1] = n - B * (n_steps - 1)
-        # the schedule's clock starts at the last drift reaction (see _react_to_drift)
+        # the schedule's clock starts at the last drift reaction (see react_to_drift)
         clock = max(0, state["samples_seen_"] - state.get("_clock_start", 0))
         steps = step_sizes(self.learning_rate, clock, rows, B, eta0=self.eta0, t0=self.t0,
                            alpha=alpha, eta_min=self.eta_min)
@@ -958,7 +1016,7 @@ class BaseDSG(BaseEstimator):
         state["t_"] = int(counters[1])
         state["n_averaged_"] = int(counters[2])
 
-    def _react_to_drift(self, reaction):
+    def react_to_drift(self, reaction):
         """React to a detected concept drift: one of ``DRIFT_REACTIONS``, in one step.
 
         ``"reset_step"`` restarts the step schedule's clock, so that the next
@@ -980,7 +1038,7 @@ class BaseDSG(BaseEstimator):
         >>> clf = DSGClassifier(random_state=0).partial_fit(X, X[:, 0] > 0, classes=[0, 1])
         >>> clf.n_blocks_
         2
-        >>> clf._react_to_drift("regrow").n_blocks_
+        >>> clf.react_to_drift("regrow").n_blocks_
         0
         """
         if reaction not in DRIFT_REACTIONS:
@@ -1059,9 +1117,7 @@ class BaseDSG(BaseEstimator):
         warm = self.warm_start and hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              accept_sparse="csr", y_numeric=self._y_numeric, reset=not warm)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
-            raise ValueError("sample_weight must be finite and non-negative")
+        sw = check_sample_weight(sample_weight, X)
         keep = self._kept_rows(sw)  # a zero weight means the sample is not there at all
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
@@ -1525,9 +1581,7 @@ class BaseDSG(BaseEstimator):
         first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              accept_sparse="csr", y_numeric=self._y_numeric, reset=first)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
-            raise ValueError("sample_weight must be finite and non-negative")
+        sw = check_sample_weight(sample_weight, X)
         loss, Y, n_outputs = self._prepare_targets(y, fitting=first, classes=classes)
         keep = self._kept_rows(sw)  # as in fit: a zero weight leaves the row out
         if not keep.all():
@@ -1541,6 +1595,19 @@ class BaseDSG(BaseEstimator):
         self._run_epoch(state, X, Y, sw, order)
         self._commit(state)
         return self
+
+    # ------------------------------------------------------------------ #
+    # public training calls (estimators with other arguments override them)
+    # ------------------------------------------------------------------ #
+    @transactional
+    @_docs.doc(_docs.FIT_SOLVER, "X", "y", "sample_weight")
+    def fit(self, X, y, sample_weight=None):
+        return self._fit(X, y, sample_weight)
+
+    @transactional
+    @_docs.doc(_docs.PARTIAL_FIT, "X", "y", "sample_weight")
+    def partial_fit(self, X, y, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight)
 
     def _raw(self, X):
         return self._outputs(X)[0]

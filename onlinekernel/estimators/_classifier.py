@@ -5,8 +5,10 @@ from types import MethodType
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
 from onlinekernel import _dask
+from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, dask_rows, transactional
 
 
@@ -531,46 +533,69 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                              f"{loss.target_encoding!r}")
         return loss
 
-    @transactional
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)`` with ``solver`` (see the class docstring).
+    def with_new_class(self, label):
+        """A copy of the fitted classifier with one more class, ``label``, appended.
+
+        For a stream that meets a label it was not told of (the River
+        adapter's ``learn_one``).  The scores of the known classes are
+        kept: a single output ``f`` becomes ``(-a f, a f)`` (``a = 1/2`` for
+        a softmax loss, which keeps the odds; ``1`` for one-vs-rest), more
+        outputs are kept as they are.  The new class's output has zero
+        coefficients and the smallest intercept of the others.  The copy
+        shares the block cache (it has the same seed and map); this model
+        is unchanged.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
+        label : scalar
+            The new class, appended to ``classes_`` (so ``classes_`` stays
+            sorted when it sorts after the known ones).
 
         Returns
         -------
-        self
+        DSGClassifier
+            The widened copy.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from onlinekernel import DSGClassifier
+        >>> X = np.random.default_rng(0).normal(size=(64, 2))
+        >>> clf = DSGClassifier(random_state=0).partial_fit(X, X[:, 0] > 0, classes=[0, 1])
+        >>> wider = clf.with_new_class(2)
+        >>> wider.classes_, wider.decision_function(X[:3]).shape
+        (array([0, 1, 2]), (3, 3))
         """
-        return self._fit(X, y, sample_weight)
+        check_is_fitted(self, "_coef")
+        K = self.classes_.shape[0]
+        if np.isin(label, self.classes_).any():
+            raise ValueError(f"{label!r} is already a class of the model")
+        loss = self._resolve_loss(K + 1)
+        n_old = self._n_outputs
+        T = np.zeros((n_old, K + 1))
+        if n_old == 1:
+            a = 0.5 if loss.target_encoding == "class_index" else 1.0
+            T[0, 0], T[0, 1] = -a, a
+        else:
+            T[:, :n_old] = np.eye(n_old)
+        state = dict(self.__dict__)
+        for key in ("_coef", "_coef_avg"):
+            state[key] = np.ascontiguousarray(state[key] @ T)
+        for key in ("_intercept", "_intercept_avg"):
+            b = state[key] @ T
+            b[K] = b[:K].min()
+            state[key] = b
+        state.update(classes_=np.append(self.classes_, label), loss_=loss, _n_outputs=K + 1)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(state)
+        return new
 
     @transactional
+    @_docs.doc(_docs.PARTIAL_FIT, "X", "y", "classes", "sample_weight", body=(
+        "Batches of ``batch_size`` rows give one step each, so feeding data in\n"
+        "batches of ``batch_size`` gives the same model as ``fit`` with\n"
+        "``solver=\"sgd\", max_iter=1, tol=None, shuffle=False``."))
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Run one pass of training steps over ``(X, y)``, in order.
-
-        Batches of ``batch_size`` rows give one step each, so feeding data in
-        batches of ``batch_size`` gives the same model as ``fit`` with
-        ``solver="sgd", max_iter=1, tol=None, shuffle=False``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like, default=None
-            All classes; required on the first call.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
-
-        Returns
-        -------
-        self
-        """
         if (not hasattr(self, "_coef") and classes is None
                 and _dask.is_dask_collection(y)):
             classes = _dask.unique_labels(y)  # a dask collection's labels: all there are

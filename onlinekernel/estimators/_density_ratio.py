@@ -14,7 +14,9 @@ from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
+from onlinekernel.estimators._constraints import check_int as _check_int
 
 #: The loss trained; its gradient is -1 on numerator rows and e^u on the others.
 _LOSS = "kl_density_ratio"
@@ -77,6 +79,13 @@ def _merge(a, b):
     n_p = a[0] + b[0]
     return np.array([n_p, a[1] + (b[1] - a[1]) * b[0] / n_p, a[2] + b[2],
                      np.logaddexp(a[3], b[3])])
+
+
+def _check_even_batch(name, value):
+    _check_int(name, value, 1)
+    if value % 2:
+        raise ValueError(f"{name} must be even (half of each batch comes from each "
+                         f"sample), got {value}")
 
 
 class DSGDensityRatio(BaseDSG):
@@ -281,6 +290,7 @@ class DSGDensityRatio(BaseDSG):
     # the running sums behind kl_divergence_ are state too (model files keep them)
     _extra_state = ("kl_divergence_", "_kl_sums")
     _gamma_rules = ("median", "scale")
+    _parameter_constraints = {**BaseDSG._parameter_constraints, "batch_size": _check_even_batch}
     # the objective is fixed; the base machinery reads ``loss``
     loss = _LOSS
 
@@ -300,12 +310,6 @@ class DSGDensityRatio(BaseDSG):
     def _gamma_rule(self, X, sample_weight=None):
         # "median" (the base class resolves "scale"); every row weighs the same
         return median_gamma(X)
-
-    def _validate_params(self):
-        super()._validate_params()
-        if self.batch_size % 2:
-            raise ValueError(f"batch_size must be even (half of each batch comes from each "
-                             f"sample), got {self.batch_size}")
 
     def _validate_samples(self, X_numerator, X_denominator, reset):
         """Both samples as float64 arrays with the model's number of features."""
@@ -371,20 +375,12 @@ class DSGDensityRatio(BaseDSG):
         return self._new_state(X, 1, self._resolve_base_loss())
 
     @transactional
+    @_docs.doc("Fit the log ratio on samples of both distributions: passes until the rule holds.",
+               "X_numerator : array-like of shape (n_samples_p, n_features)\n"
+               "    Sample of the numerator distribution :math:`p`.",
+               "X_denominator : array-like of shape (n_samples_q, n_features)\n"
+               "    Sample of the denominator distribution :math:`q`.")
     def fit(self, X_numerator, X_denominator):
-        """Fit the log ratio on samples of both distributions: passes until the rule holds.
-
-        Parameters
-        ----------
-        X_numerator : array-like of shape (n_samples_p, n_features)
-            Sample of the numerator distribution :math:`p`.
-        X_denominator : array-like of shape (n_samples_q, n_features)
-            Sample of the denominator distribution :math:`q`.
-
-        Returns
-        -------
-        self
-        """
         self._validate_params()
         warm = self.warm_start and hasattr(self, "_coef")
         Xp, Xq = self._validate_samples(X_numerator, X_denominator, reset=not warm)
@@ -420,28 +416,19 @@ class DSGDensityRatio(BaseDSG):
         return self
 
     @transactional
+    @_docs.doc("Run one pass of paired steps over a batch of each sample, in order.",
+               "X_numerator : array-like of shape (n_samples_p, n_features)\n"
+               "    Rows of the numerator distribution :math:`p`.",
+               "X_denominator : array-like of shape (n_samples_q, n_features)\n"
+               "    Rows of the denominator distribution :math:`q`.", body=(
+                   "The batches may differ in size (the smaller one is cycled); the\n"
+                   "running :attr:`kl_divergence_` pools this call's rows, evaluated by\n"
+                   "the updated model, with the rows of the earlier calls.  That\n"
+                   "evaluation is one prediction pass over the call's rows: with the\n"
+                   "feature budget full it costs about as much as the training steps\n"
+                   "themselves (100 calls of 128 + 128 rows in 5-d: 0.75 s, of which\n"
+                   "0.35 s is the estimate)."))
     def partial_fit(self, X_numerator, X_denominator):
-        """Run one pass of paired steps over a batch of each sample, in order.
-
-        The batches may differ in size (the smaller one is cycled); the
-        running :attr:`kl_divergence_` pools this call's rows, evaluated by
-        the updated model, with the rows of the earlier calls.  That
-        evaluation is one prediction pass over the call's rows: with the
-        feature budget full it costs about as much as the training steps
-        themselves (100 calls of 128 + 128 rows in 5-d: 0.75 s, of which
-        0.35 s is the estimate).
-
-        Parameters
-        ----------
-        X_numerator : array-like of shape (n_samples_p, n_features)
-            Rows of the numerator distribution :math:`p`.
-        X_denominator : array-like of shape (n_samples_q, n_features)
-            Rows of the denominator distribution :math:`q`.
-
-        Returns
-        -------
-        self
-        """
         first = not hasattr(self, "_coef")
         self._validate_params()
         Xp, Xq = self._validate_samples(X_numerator, X_denominator, reset=first)

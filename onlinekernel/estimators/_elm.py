@@ -56,8 +56,8 @@ class _BatchOnly:
                              f"steps on the same features use {self._online_twin} with the "
                              f"same kernel and n_components")
 
-    def _validate_budget(self):
-        super()._validate_budget()
+    def _check_combinations(self):
+        super()._check_combinations()
         if self.n_components is None:
             raise ValueError(f"{type(self).__name__} needs n_components (the number of "
                              f"random units), got None")
@@ -90,8 +90,8 @@ class _ELM(_BatchOnly):
             params[name] = value
         return params
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_combinations(self):
+        super()._check_combinations()
         if (self.activation is not None or self.bias != "auto") and \
                 not isinstance(self.kernel, str):
             raise ValueError("activation and bias apply to a kernel given by name; a "
@@ -258,8 +258,8 @@ class _WRKS(_BatchOnly):
     solver = "wrks"
     _solvers = ("wrks",)
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_combinations(self):
+        super()._check_combinations()
         _check_ball(self.constraint, self.radius)
 
     def _solver_options(self):

@@ -17,12 +17,14 @@ import numbers
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel._random import words
+from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import (
-    _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_cache, _check_int, _check_real,
-    model_outputs, transactional)
+    _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_cache, check_sample_weight, model_outputs,
+    transactional)
+from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._classifier import DSGClassifier
 
 # Fitted attributes beyond the common state, reset by every training call.
@@ -105,9 +107,6 @@ class _FixedFeatureSGD(BaseDSG):
     def _validate_penalty(self):
         """No penalty to check: regularisation is implicit."""
 
-    def _validate_budget(self):
-        """Nothing to check here: ``n_components`` is the model's size (see ``_validate_params``)."""
-
     def _budget_blocks(self):
         # the shared machinery runs on a view whose max_blocks is the model's
         # size (n_components resolved, whole blocks): see _view
@@ -116,13 +115,15 @@ class _FixedFeatureSGD(BaseDSG):
     def _penalty(self, state):
         return 0.0
 
-    def _validate_params(self):
-        _check_auto("n_components", self.n_components)
-        _check_auto("batch_size", self.batch_size)
-        _check_real("tol", self.tol, 0.0)  # a number: it applies to the validation score
-        _check_int("n_samples_hint", self.n_samples_hint, 1, allow_none=True)
-        # everything else as every estimator checks it ("auto" stands aside)
-        BaseDSG._validate_params(self._view(batch_size=1, max_blocks=None))
+    _parameter_constraints = {**BaseDSG._parameter_constraints,
+                              "n_components": _check_auto,
+                              "batch_size": _check_auto,
+                              "tol": Real(0.0),  # a number: it applies to the validation score
+                              "n_samples_hint": Int(1, none=True)}
+
+    def _check_combinations(self):
+        # the rules as every estimator checks them, on the model's sizes ("auto" stands aside)
+        BaseDSG._check_combinations(self._view(batch_size=1, max_blocks=None))
 
     def _new_state(self, X, n_outputs, loss, sample_weight=None, n_samples=None):
         """A model of ``M`` features at zero: its whole budget from the start."""
@@ -186,9 +187,7 @@ class _FixedFeatureSGD(BaseDSG):
         warm = self.warm_start and hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
                              accept_sparse="csr", y_numeric=self._y_numeric, reset=not warm)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
-            raise ValueError("sample_weight must be finite and non-negative")
+        sw = check_sample_weight(sample_weight, X)
         keep = self._kept_rows(sw)
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
@@ -235,7 +234,9 @@ class _FixedFeatureSGD(BaseDSG):
         # regularisation, so the training loss is no stopping criterion.
         return Stopping(self.max_iter)
 
-    def _fit_any(self, X, y, sample_weight):
+    @transactional
+    @_docs.doc(_docs.FIT_PASSES, "X", "y", "sample_weight_residual")
+    def fit(self, X, y, sample_weight=None):
         if self.early_stopping:
             return self._fit_early_stopping(X, y, sample_weight)
         return self._fit(X, y, sample_weight)
@@ -464,42 +465,9 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     # public API
     # ------------------------------------------------------------------ #
     @transactional
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)``: ``max_iter`` passes, or fewer with early stopping.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's residual in its step (and weight the
-            validation score); rows of weight 0 are left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._fit_any(X, y, sample_weight)
-
-    @transactional
+    @_docs.doc("Run one pass of steps over ``(X, y)``, in order.", "X", "y",
+               "sample_weight_step", body=_docs.FIRST_CALL_SIZES)
     def partial_fit(self, X, y, sample_weight=None):
-        """Run one pass of steps over ``(X, y)``, in order.
-
-        The first call builds the model: the ``"auto"`` sizes come from
-        ``n_samples_hint``, or else from the rows of this call.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's residual in its step; rows of weight
-            0 are left out.
-
-        Returns
-        -------
-        self
-        """
         return self._partial_fit(X, y, sample_weight)
 
     def predict(self, X):
@@ -611,45 +579,9 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
         return float(accuracy_score(y, pred, sample_weight=sample_weight))
 
     @transactional
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)``: ``max_iter`` passes, or fewer with early stopping.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's residual in its step (and weight the
-            validation score); rows of weight 0 are left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._fit_any(X, y, sample_weight)
-
-    @transactional
+    @_docs.doc("Run one pass of steps over ``(X, y)``, in order.", "X", "y", "classes",
+               "sample_weight_step", body=_docs.FIRST_CALL_SIZES)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Run one pass of steps over ``(X, y)``, in order.
-
-        The first call builds the model: the ``"auto"`` sizes come from
-        ``n_samples_hint``, or else from the rows of this call.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like, default=None
-            All classes; required on the first call.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's residual in its step; rows of weight
-            0 are left out.
-
-        Returns
-        -------
-        self
-        """
         if not hasattr(self, "_coef") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
         return self._partial_fit(X, y, sample_weight, classes=classes)

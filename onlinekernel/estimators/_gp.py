@@ -10,14 +10,16 @@ or by doubly stochastic steps (``solver="sgd"``).
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel import registry
 from onlinekernel._operator import CyOperatorObjective, operator_pass, operator_readout
 from onlinekernel._schedules import step_sizes
 from onlinekernel._solver import predict_raw
-from onlinekernel.estimators._base import BaseDSG, _check_bool, _check_int, _check_real, \
-    _weighted_sum, transactional
+from onlinekernel.estimators import _docs
+from onlinekernel.estimators._base import BaseDSG, _weighted_sum, check_sample_weight, \
+    transactional
+from onlinekernel.estimators._constraints import Bool, Int, Real
 
 # Rows absorbed per exact update: the result does not depend on it (beyond
 # rounding); 256 rows make the O(rows M^2) products efficient BLAS calls.
@@ -25,6 +27,12 @@ _EXACT_ROWS = 256
 _SOLVERS = ("exact", "sgd")
 # The variance objective, looked up in the registry like any loss plugin.
 _VARIANCE_OBJECTIVE = "gp_variance"
+
+
+def _check_solver(name, value):
+    if not isinstance(value, str) or value not in _SOLVERS:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, _SOLVERS))}, "
+                         f"got {value!r}")
 
 
 class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
@@ -304,7 +312,6 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         return float(self.noise_variance) / state["_sw"]
 
     def _validate_penalty(self):
-        _check_real("noise_variance", self.noise_variance, 0.0, strict=True)
         if self.learning_rate == "pegasos":
             raise ValueError("learning_rate='pegasos' (steps 1/(alpha t)) diverges with the "
                              "GP's penalty alpha = noise_variance / n; use 'constant', "
@@ -313,14 +320,15 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     # ------------------------------------------------------------------ #
     # parameters and state
     # ------------------------------------------------------------------ #
-    def _validate_params(self):
-        if not isinstance(self.solver, str) or self.solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {', '.join(map(repr, _SOLVERS))}, "
-                             f"got {self.solver!r}")
-        _check_int("variance_blocks", self.variance_blocks, 1)
-        _check_bool("center_y", self.center_y)
-        _check_bool("normalize_y", self.normalize_y)
-        super()._validate_params()
+    _parameter_constraints = {**BaseDSG._parameter_constraints,
+                              "noise_variance": Real(0.0, strict=True),
+                              "solver": _check_solver,
+                              "variance_blocks": Int(1),
+                              "center_y": Bool(),
+                              "normalize_y": Bool()}
+
+    def _check_combinations(self):
+        super()._check_combinations()
         budget = self._budget_blocks()
         if budget is not None and self.variance_blocks > budget:
             raise ValueError(f"variance_blocks={self.variance_blocks} exceeds "
@@ -454,9 +462,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", accept_sparse="csr",
                              y_numeric=True, reset=not warm)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sw < 0) or not np.all(np.isfinite(sw)):
-            raise ValueError("sample_weight must be finite and non-negative")
+        sw = check_sample_weight(sample_weight, X)
         keep = self._kept_rows(sw)  # a zero weight means the row is not there at all
         if not keep.all():
             X, y, sw = X[keep], y[keep], sw[keep]
@@ -485,42 +491,19 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         return self
 
     @transactional
+    @_docs.doc("Fit the posterior on ``(X, y)``.", "X", "y", (
+        "sample_weight : array-like of shape (n_samples,), default=None\n"
+        "    Row ``i`` is observed with noise variance\n"
+        "    ``noise_variance / sample_weight[i]``; rows of weight 0 are left\n"
+        "    out."))
     def fit(self, X, y, sample_weight=None):
-        """Fit the posterior on ``(X, y)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Row ``i`` is observed with noise variance
-            ``noise_variance / sample_weight[i]``; rows of weight 0 are left
-            out.
-
-        Returns
-        -------
-        self
-        """
         return self._train(X, y, sample_weight, partial=False)
 
     @transactional
+    @_docs.doc("Add the rows ``(X, y)`` to the model.", "X", "y", "sample_weight_as_fit",
+               body="With ``solver=\"exact\"`` this is the exact Bayesian update; with\n"
+                    "``\"sgd\"`` one pass of steps over the rows, in order.")
     def partial_fit(self, X, y, sample_weight=None):
-        """Add the rows ``(X, y)`` to the model.
-
-        With ``solver="exact"`` this is the exact Bayesian update; with
-        ``"sgd"`` one pass of steps over the rows, in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        self
-        """
         return self._train(X, y, sample_weight, partial=True)
 
     # ------------------------------------------------------------------ #

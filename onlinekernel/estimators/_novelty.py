@@ -4,6 +4,7 @@ from sklearn.base import OutlierMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from onlinekernel import registry
+from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
 
 
@@ -14,6 +15,12 @@ def _no_targets(X):
     except TypeError:
         n = 0  # not array-like: validate_data names the problem with X
     return np.zeros(n)
+
+
+def _check_nu(name, nu):
+    if (isinstance(nu, bool) or not isinstance(nu, (int, float, np.integer, np.floating))
+            or not 0.0 < nu <= 1.0):
+        raise ValueError(f"{name} must be a number in (0, 1], got {nu!r}")
 
 
 class DSGOneClassSVM(OutlierMixin, BaseDSG):
@@ -182,6 +189,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
     True
     """
     _y_numeric = True
+    _parameter_constraints = {**BaseDSG._parameter_constraints, "nu": _check_nu}
 
     def __init__(self, nu=0.1, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, batch_size=32, block_size=256, max_blocks=16,
@@ -208,13 +216,6 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         """Always True: the offset is part of the objective."""
         return True
 
-    def _validate_params(self):
-        nu = self.nu
-        if (isinstance(nu, bool) or not isinstance(nu, (int, float, np.integer, np.floating))
-                or not 0.0 < nu <= 1.0):
-            raise ValueError(f"nu must be a number in (0, 1], got {nu!r}")
-        super()._validate_params()
-
     def _prepare_targets(self, y, fitting, classes=None):
         loss = self._resolve_base_loss() if fitting else self.loss_
         return loss, np.zeros((y.shape[0], 1)), 1
@@ -235,40 +236,18 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
             self.loss_ = self.loss
 
     @transactional
+    @_docs.doc("Fit the model on ``X``: passes until the stopping rule holds.", "X", "y_ignored",
+               "sample_weight_hinge")
     def fit(self, X, y=None, sample_weight=None):
-        """Fit the model on ``X``: passes until the stopping rule holds.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows' hinge terms; rows of weight 0 are left out.
-
-        Returns
-        -------
-        self
-        """
         self._validate_params()
         if self.warm_start:
             self._follow_nu()
         return self._fit(X, _no_targets(X), sample_weight)
 
     @transactional
+    @_docs.doc("Run one pass of training steps over ``X``, in order.", "X", "y_ignored",
+               "sample_weight_hinge")
     def partial_fit(self, X, y=None, sample_weight=None):
-        """Run one pass of training steps over ``X``, in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows' hinge terms; rows of weight 0 are left out.
-
-        Returns
-        -------
-        self
-        """
         self._validate_params()
         self._follow_nu()
         return self._partial_fit(X, _no_targets(X), sample_weight)

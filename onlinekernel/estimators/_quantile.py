@@ -3,7 +3,7 @@ import numpy as np
 from sklearn.metrics import d2_pinball_score
 
 from onlinekernel import registry
-from onlinekernel.estimators._base import BaseDSG, transactional
+from onlinekernel.estimators._base import BaseDSG
 
 
 class DSGQuantileRegressor(BaseDSG):
@@ -148,42 +148,6 @@ class DSGQuantileRegressor(BaseDSG):
     def quantiles_(self):
         """The levels of the fitted outputs."""
         return self.loss_.quantiles
-
-    @transactional
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)`` with ``solver`` (see the class docstring).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y, sample_weight)
-
-    @transactional
-    def partial_fit(self, X, y, sample_weight=None):
-        """Run one pass of training steps over ``(X, y)``, in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, sample_weight)
 
     def predict(self, X, rearrange=True):
         """Predicted quantiles, shape ``(n, n_quantiles)``, columns in the order of ``quantiles``.

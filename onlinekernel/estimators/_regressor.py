@@ -2,7 +2,7 @@
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from onlinekernel.estimators._base import BaseDSG, dask_rows, transactional
+from onlinekernel.estimators._base import BaseDSG, dask_rows
 
 
 class DSGRegressor(RegressorMixin, BaseDSG):
@@ -120,42 +120,6 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         if y.dtype.kind not in "iuf" or not np.isfinite(y).all():
             return None  # the full validation names the problem
         return np.ascontiguousarray(y, dtype=np.float64)[:, None]
-
-    @transactional
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on ``(X, y)`` with ``solver`` (see the class docstring).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y, sample_weight)
-
-    @transactional
-    def partial_fit(self, X, y, sample_weight=None):
-        """Run one pass of training steps over ``(X, y)``, in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights multiply each row's loss gradient; rows of weight 0 are
-            left out.
-
-        Returns
-        -------
-        self
-        """
-        return self._partial_fit(X, y, sample_weight)
 
     @dask_rows
     def predict(self, X):

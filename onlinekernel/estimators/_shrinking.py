@@ -9,7 +9,6 @@ coefficients, hence the variance of the estimate, bounded.  The compiled
 rounds are in :mod:`onlinekernel._shrinking`.
 """
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,12 +17,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
-from onlinekernel._progress import check_verbose
 from onlinekernel._shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
 from onlinekernel._solver import BlockSource
-from onlinekernel.estimators._base import (BaseDSG, _check_bool, _check_int, _check_real,
-                                           check_n_jobs, model_outputs, transactional)
-from onlinekernel.featuremaps import MAX_BLOCK_SIZE
+from onlinekernel.estimators import _docs
+from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
+from onlinekernel.estimators._constraints import Bool, Int, Real
+from onlinekernel.estimators._constraints import check_int as _check_int
+from onlinekernel.estimators._constraints import check_real as _check_real
 
 _PREDICTIONS = ("features", "kernel")
 # Rows of the support evaluated per kernel product in predict (bounds memory).
@@ -73,6 +73,18 @@ def estimate_map(fmap):
 def _dense(X):
     """Sparse rows made dense: the support set stores the rows it keeps as dense arrays."""
     return X.toarray() if sp.issparse(X) else X
+
+
+def _check_estimates(name, value):
+    _check_int(name, value, 1)
+    if value > MAX_ESTIMATES:
+        raise ValueError(f"{name} must be at most {MAX_ESTIMATES}, got {value}")
+
+
+def _check_prediction(name, value):
+    if not isinstance(value, str) or value not in _PREDICTIONS:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, _PREDICTIONS))}, "
+                         f"got {value!r}")
 
 
 class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
@@ -287,42 +299,25 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
     # ------------------------------------------------------------------ #
     # parameters and state
     # ------------------------------------------------------------------ #
-    def _validate_params(self):
-        _check_int("n_estimates", self.n_estimates, 1)
-        if self.n_estimates > MAX_ESTIMATES:
-            raise ValueError(f"n_estimates must be at most {MAX_ESTIMATES}, got "
-                             f"{self.n_estimates}")
-        _check_real("B", self.B, 0.0, strict=True)
-        _check_int("T", self.T, 1, allow_none=True)
-        _check_real("eta0", self.eta0, 0.0, strict=True)
-        _check_int("n_epochs", self.n_epochs, 1)
-        _check_int("block_size", self.block_size, 1, high=MAX_BLOCK_SIZE)
-        _check_int("predict_blocks", self.predict_blocks, 0)
-        _check_int("n_components", self.n_components, 0, allow_none=True)
-        _check_int("cache_bytes", self.cache_bytes, 0)
-        check_verbose(self.verbose)
-        check_n_jobs(self.n_jobs)
-        _check_int("degree", self.degree, 0)
-        _check_real("coef0", self.coef0, -np.inf)
-        for name in ("fit_intercept", "average", "shuffle"):
-            _check_bool(name, getattr(self, name))
-        if not isinstance(self.prediction, str) or self.prediction not in _PREDICTIONS:
-            raise ValueError(f"prediction must be one of {', '.join(map(repr, _PREDICTIONS))}, "
-                             f"got {self.prediction!r}")
+    # Its own parameters, and those it shares with the DSG estimators as they check them
+    _parameter_constraints = {**BaseDSG._parameter_constraints,
+                              "n_estimates": _check_estimates,
+                              "B": Real(0.0, strict=True),
+                              "T": Int(1, none=True),
+                              "n_epochs": Int(1),
+                              "predict_blocks": Int(0),
+                              "n_components": Int(0, none=True),
+                              "average": Bool(),
+                              "prediction": _check_prediction}
+
+    def _check_combinations(self):
+        # none of the DSG rules (reuse, penalty, solvers) apply to this algorithm
         if self.prediction == "features" and self._predict_blocks() < 1:
             raise ValueError("prediction='features' needs predict_blocks >= 1" if
                              self.n_components is None else
                              "prediction='features' needs n_components >= 1")
         if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise ValueError(f"kernel_params must be a dict or None, got "
-                             f"{type(self.kernel_params).__name__}")
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, np.random.RandomState)
-                or (isinstance(rs, numbers.Integral) and 0 <= rs < 2 ** 32)):
-            raise ValueError(f"random_state must be None, an integer in [0, 2**32) or a "
-                             f"numpy RandomState, got {rs!r}")
         self._check_names()
 
     def _predict_blocks(self):
@@ -532,33 +527,13 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         state["n_averaged_"] = t if self.average else 0
 
     @transactional
+    @_docs.doc("Fit the model: ``n_epochs`` passes of rounds over ``(X, y)``.", "X", "y")
     def fit(self, X, y):
-        """Fit the model: ``n_epochs`` passes of rounds over ``(X, y)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
         return self._train(X, y, partial=False)
 
     @transactional
+    @_docs.doc("Run one round per row of ``(X, y)``, in order, continuing the model.", "X", "y")
     def partial_fit(self, X, y):
-        """Run one round per row of ``(X, y)``, in order, continuing the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
         return self._train(X, y, partial=True)
 
     # ------------------------------------------------------------------ #

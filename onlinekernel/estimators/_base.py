@@ -141,6 +141,20 @@ def check_sample_weight(sample_weight, X):
         raise
 
 
+def real_targets(estimator, y, fitting, classes=None):
+    """``(loss, Y, 1)`` for real targets: a model's ``_prepare_targets`` (see ``BaseDSG``).
+
+    The loss is resolved when a new model is fitted, else the fitted one;
+    ``Y`` is ``y`` as a float64 column.
+    """
+    loss = estimator._resolve_base_loss() if fitting else estimator.loss_
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y must be numeric for {type(estimator).__name__}: {exc}") from None
+    return loss, np.ascontiguousarray(y[:, None]), 1
+
+
 def model_outputs(state, X, n_jobs=None, intercept=True):
     """Raw outputs ``f(X)`` of the model held in ``state`` (a fitted estimator's dict).
 

@@ -43,6 +43,7 @@ class _with_probabilities:
         return MethodType(self.fn, obj)
 
 
+@_docs.fill
 class DSGClassifier(ClassifierMixin, BaseDSG):
     r"""Kernel classifier trained by doubly stochastic functional gradients.
 
@@ -76,12 +77,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         Kernel bandwidth for maps that take one; ``"scale"`` uses
         ``1 / (n_features * X.var())`` of the first data seen (``fit``: all
         of X; ``partial_fit``: the first batch), as in ``SVC``.
-    degree : int, default=3
-        Degree, for maps that take one (``poly_sketch``).
-    coef0 : float, default=0.0
-        Constant term, for maps that take one (``poly_sketch``).
-    kernel_params : dict, default=None
-        Further parameters of the feature map.
+    {{map_params}}
     loss_params : dict, default=None
         Parameters of the loss named by ``loss`` (``{"delta": 2.0}`` for
         ``"huber"``); a loss object carries its own, which a grid search

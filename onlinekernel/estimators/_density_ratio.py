@@ -88,6 +88,7 @@ def _check_even_batch(name, value):
                          f"sample), got {value}")
 
 
+@_docs.fill
 class DSGDensityRatio(BaseDSG):
     r"""Log density ratio and KL divergence by doubly stochastic gradients.
 
@@ -145,12 +146,7 @@ class DSGDensityRatio(BaseDSG):
         wider kernel extrapolates it better: on the Gaussian pairs of the
         tests (d = 1, 2, 5) it is 0.3-0.5 times ``"scale"`` and raises the
         correlation with the true log ratio from 0.94-0.97 to 0.96-0.98.
-    degree : int, default=3
-        Degree, for maps that take one (``poly_sketch``).
-    coef0 : float, default=0.0
-        Constant term, for maps that take one (``poly_sketch``).
-    kernel_params : dict, default=None
-        Further parameters of the feature map.
+    {{map_params}}
     alpha : float, default=1e-5
         Strength :math:`\alpha` of the RKHS penalty.
     fit_intercept : bool, default=True
@@ -202,16 +198,7 @@ class DSGDensityRatio(BaseDSG):
         Shuffle both samples before each epoch of ``fit``.
     average : bool or int, default=True
         Polyak-Ruppert averaging of the iterates (see :class:`DSGClassifier`).
-    random_state : int, RandomState or None, default=None
-        Seeds the random features and the shuffling.
-    warm_start : bool, default=False
-        Continue from the current model in ``fit``.
-    cache_bytes : int, default=64 MiB
-        Memory budget for materialised blocks.
-    dtype : {"float64", "float32"}, default="float64"
-        As in :class:`onlinekernel.DSGClassifier`.
-    n_jobs : int or None, default=None
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{seed_to_jobs}}
     verbose : int, default=0
         0: ``fit`` prints nothing; 1 or more: a progress line per pass (the
         objective above, or its validation value with ``early_stopping``;

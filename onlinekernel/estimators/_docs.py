@@ -14,7 +14,7 @@ Fit the model.
 >>> "sample_weight : array-like of shape (n_samples,), default=None" in fit.__doc__
 True
 """
-__all__ = ["PARAMS", "doc"]
+__all__ = ["PARAMS", "doc", "fill"]
 
 # Parameter entries by name: the first line is the numpydoc "name : type"
 # line, the next ones its description (indented by four spaces).
@@ -42,6 +42,27 @@ PARAMS = {
         "sample_weight : array-like of shape (n_samples,), default=None\n"
         "    As in :meth:`fit`."),
 }
+
+# Blocks of class-docstring parameters several estimators share; a class
+# decorated with @fill names one on a line of its own: ``{{map_params}}``
+PARAMS["map_params"] = (
+    "degree : int, default=3\n"
+    "    Degree, for maps that take one (``poly_sketch``).\n"
+    "coef0 : float, default=0.0\n"
+    "    Constant term, for maps that take one (``poly_sketch``).\n"
+    "kernel_params : dict, default=None\n"
+    "    Further parameters of the feature map.")
+PARAMS["seed_to_jobs"] = (
+    "random_state : int, RandomState or None, default=None\n"
+    "    Seeds the random features and the shuffling.\n"
+    "warm_start : bool, default=False\n"
+    "    Continue from the current model in ``fit``.\n"
+    "cache_bytes : int, default=64 MiB\n"
+    "    Memory budget for materialised blocks.\n"
+    "dtype : {\"float64\", \"float32\"}, default=\"float64\"\n"
+    "    As in :class:`onlinekernel.DSGClassifier`.\n"
+    "n_jobs : int or None, default=None\n"
+    "    As in :class:`onlinekernel.DSGClassifier`.")
 
 # The summaries several estimators share
 FIT_SOLVER = "Fit the model on ``(X, y)`` with ``solver`` (see the class docstring)."
@@ -71,3 +92,22 @@ def doc(summary, *params, body=None, returns="self"):
         method.__doc__ = text
         return method
     return decorate
+
+
+def fill(cls):
+    """Class decorator: each docstring line ``{{name}}`` becomes the entries ``PARAMS[name]``.
+
+    The entries take the line's indentation.
+    """
+    if not cls.__doc__:  # python -OO
+        return cls
+    lines = []
+    for line in cls.__doc__.split("\n"):
+        key = line.strip()
+        if key.startswith("{{") and key.endswith("}}"):
+            indent = line[:len(line) - len(line.lstrip())]
+            lines.extend(indent + entry for entry in PARAMS[key[2:-2]].split("\n"))
+        else:
+            lines.append(line)
+    cls.__doc__ = "\n".join(lines)
+    return cls

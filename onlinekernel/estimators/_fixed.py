@@ -23,7 +23,7 @@ from onlinekernel._random import words
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import (
     _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_cache, check_sample_weight, model_outputs,
-    transactional)
+    real_targets, transactional)
 from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._classifier import DSGClassifier
 
@@ -77,10 +77,21 @@ class _FixedFeatureSGD(BaseDSG):
     Subclasses define the targets (``_prepare_targets``), the validation
     score (``_validation_score``) and the predictions.
     """
+
     _extra_state = ("batch_size_",) + _CALL_STATE
     # What the shared machinery reads besides the parameters: the algorithm
     # takes constant steps (see _view).
     _FIXED = {"learning_rate": "constant", "t0": 1.0}
+
+    # both public estimators take the same parameters (documented on each)
+    def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
+                 kernel_params=None, n_components="auto", batch_size="auto", eta0=1.0,
+                 max_iter=1, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
+                 n_samples_hint=None, shuffle=True, average=False, random_state=None,
+                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
+                 verbose=0):
+        self._store_params(locals())
 
     # ------------------------------------------------------------------ #
     # the shared machinery, with the sizes resolved per model
@@ -248,6 +259,7 @@ class _FixedFeatureSGD(BaseDSG):
         return self.n_random_features_
 
 
+@_docs.fill
 class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     r"""Least-squares regression by mini-batch SGD on fixed random features.
 
@@ -312,12 +324,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
         ``1 / (n_features * X.var())`` of the first data seen (``fit``: all
         rows of X, including the early-stopping validation rows;
         ``partial_fit``: the first batch).
-    degree : int, default=3
-        Degree, for maps that take one (``poly_sketch``).
-    coef0 : float, default=0.0
-        Constant term, for maps that take one (``poly_sketch``).
-    kernel_params : dict, default=None
-        Further parameters of the feature map.
+    {{map_params}}
     n_components : "auto" or int, default="auto"
         The number of random features ``M`` (as scikit-learn's
         ``RBFSampler(n_components=M)`` takes it), rounded up to whole
@@ -440,22 +447,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
     """
     _y_numeric = True
 
-    def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, n_components="auto", batch_size="auto", eta0=1.0,
-                 max_iter=1, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
-                 n_samples_hint=None, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
-                 verbose=0):
-        self._store_params(locals())
-
-    def _prepare_targets(self, y, fitting, classes=None):
-        loss = self._resolve_base_loss() if fitting else self.loss_
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y must be numeric for {type(self).__name__}: {exc}") from None
-        return loss, np.ascontiguousarray(y[:, None]), 1
+    _prepare_targets = real_targets
 
     @staticmethod
     def _validation_score(raw, y, sample_weight):
@@ -552,15 +544,6 @@ class FixedFeatureClassifier(_FixedFeatureSGD, DSGClassifier):
     True
     """
     _y_numeric = False
-
-    def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, n_components="auto", batch_size="auto", eta0=1.0,
-                 max_iter=1, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=5, tol=1e-4, fit_intercept=True, block_size=64,
-                 n_samples_hint=None, shuffle=True, average=False, random_state=None,
-                 warm_start=False, cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None,
-                 verbose=0):
-        self._store_params(locals())
 
     def _prepare_targets(self, y, fitting, classes=None):
         if fitting:

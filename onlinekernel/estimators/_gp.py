@@ -18,7 +18,7 @@ from onlinekernel._schedules import step_sizes
 from onlinekernel._solver import predict_raw
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, _weighted_sum, check_sample_weight, \
-    transactional
+    real_targets, transactional
 from onlinekernel.estimators._constraints import Bool, Int, Real
 
 # Rows absorbed per exact update: the result does not depend on it (beyond
@@ -35,6 +35,7 @@ def _check_solver(name, value):
                          f"got {value!r}")
 
 
+@_docs.fill
 class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     r"""Gaussian-process regression with random features and doubly stochastic gradients.
 
@@ -138,12 +139,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     noise_variance : float, default=0.1
         The observation noise variance :math:`\sigma^2`, > 0 (scikit-learn's
         ``alpha`` of ``GaussianProcessRegressor``).
-    degree : int, default=3
-        Degree, for maps that take one.
-    coef0 : float, default=0.0
-        Constant term, for maps that take one.
-    kernel_params : dict, default=None
-        Further parameters of the feature map.
+    {{map_params}}
     solver : {"exact", "sgd"}, default="exact"
         How the mean and the operator are learned (see above).
     variance_blocks : int, default=8
@@ -365,13 +361,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                             f"{type(obj).__name__}, not an operator objective")
         return obj
 
-    def _prepare_targets(self, y, fitting, classes=None):
-        loss = self._resolve_base_loss() if fitting else self.loss_
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y must be numeric for {type(self).__name__}: {exc}") from None
-        return loss, np.ascontiguousarray(y[:, None]), 1
+    _prepare_targets = real_targets
 
     def _new_gp_state(self, X, loss, sw):
         state = self._new_state(X, 1, loss, sw)

@@ -23,6 +23,7 @@ def _check_nu(name, nu):
         raise ValueError(f"{name} must be a number in (0, 1], got {nu!r}")
 
 
+@_docs.fill
 class DSGOneClassSVM(OutlierMixin, BaseDSG):
     r"""One-class SVM (novelty detection) trained by doubly stochastic gradients.
 
@@ -87,12 +88,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
     gamma : "scale" or float, default="scale"
         Kernel bandwidth for maps that take one; ``"scale"`` uses
         ``1 / (n_features * X.var())`` of the first data seen.
-    degree : int, default=3
-        Degree, for maps that take one (``poly_sketch``).
-    coef0 : float, default=0.0
-        Constant term, for maps that take one (``poly_sketch``).
-    kernel_params : dict, default=None
-        Further parameters of the feature map.
+    {{map_params}}
     batch_size : int, default=32
         Rows per training step.
     block_size : int, default=256
@@ -135,16 +131,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         (``True``: from the first step; ``n``: from step ``n + 1``).
         Averaging the second half of the steps removes the step noise that
         otherwise blurs the fraction of flagged rows (see above).
-    random_state : int, RandomState or None, default=None
-        Seeds the random features and the shuffling.
-    warm_start : bool, default=False
-        Continue from the current model in ``fit``.
-    cache_bytes : int, default=64 MiB
-        Memory budget for materialised blocks.
-    dtype : {"float64", "float32"}, default="float64"
-        As in :class:`onlinekernel.DSGClassifier`.
-    n_jobs : int or None, default=None
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{seed_to_jobs}}
     verbose : int, default=0
         0: ``fit`` prints nothing; 1 or more: a progress line per pass
         (the objective above, the norm of :math:`f`, the offset's

@@ -406,66 +406,29 @@ def _max_blocks(text):
     return _positive_int(text)  # 0 is refused, as the estimators refuse it
 
 
-def _nonnegative_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
+def _ranged(convert, ok, expected):
+    """An argparse type: ``convert(text)`` if ``ok`` holds for it, else "expected ..." as the error."""
+    def parse(text):
+        try:
+            v = convert(text)
+        except ValueError:
+            v = None
+        if v is None or not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return v
+    return parse
 
 
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _fraction(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0.0 <= v < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
-    return v
-
-
-def _unit(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], got {text!r}")
-    return v
+_nonnegative_int = _ranged(int, lambda v: v >= 0, "an integer >= 0")
+_positive_int = _ranged(int, lambda v: v >= 1, "a positive integer")
+_fraction = _ranged(float, lambda v: 0.0 <= v < 1.0, "a fraction in [0, 1)")
+_unit = _ranged(float, lambda v: 0.0 <= v <= 1.0, "a fraction in [0, 1]")
+_seed = _ranged(int, lambda v: 0 <= v < 2 ** 32, "an integer in [0, 2**32)")
+_tol_number = _ranged(float, lambda v: 0.0 <= v < float("inf"), "a number >= 0 or 'none'")
 
 
 def _tol(text):
-    if text.lower() == "none":
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0.0 <= v < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'none', got {text!r}")
-    return v
-
-
-def _seed(text):
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if not 0 <= v < 2 ** 32:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2**32), got {text!r}")
-    return v
+    return None if text.lower() == "none" else _tol_number(text)
 
 
 def _add_input_options(p, train=False):

@@ -1691,18 +1691,8 @@ class BaseDSG(BaseEstimator):
         for the format).  Writing is atomic: ``path`` never holds a partial
         model.
 
-        Parameters
-        ----------
-        path : str or os.PathLike
-            The file to write (replaced if it exists).
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            If the model is not fitted.
-        onlinekernel.modelfile.ModelFileError
-            If a hyper-parameter cannot be stored, such as a loss object
-            that is not a registered plugin.
+        ``path`` and the errors raised are those of
+        :func:`onlinekernel.modelfile.save`.
 
         Examples
         --------

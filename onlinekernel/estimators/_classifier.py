@@ -394,12 +394,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         The intercept.
     n_random_features_ : int
         The current number of random features (``n_blocks_ * block_size``).
-    n_blocks_ : int
-        The current number of blocks.
-    t_ : int
-        Training steps taken.
-    seed_ : int
-        The 64-bit seed of the random features.
+    {{step_attributes}}
     gamma_ : float or None
         The bandwidth used (``gamma="scale"`` resolved).
     loss_ : loss object
@@ -556,11 +551,11 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         --------
         >>> import numpy as np
         >>> from onlinekernel import DSGClassifier
-        >>> X = np.random.default_rng(0).normal(size=(64, 2))
-        >>> clf = DSGClassifier(random_state=0).partial_fit(X, X[:, 0] > 0, classes=[0, 1])
-        >>> wider = clf.with_new_class(2)
-        >>> wider.classes_, wider.decision_function(X[:3]).shape
-        (array([0, 1, 2]), (3, 3))
+        >>> X = np.random.default_rng(1).normal(size=(90, 2))
+        >>> y = np.digitize(X[:, 0], [-0.5, 0.5])  # labels 0, 1 and 2
+        >>> wider = DSGClassifier(random_state=0).fit(X, y).with_new_class(3)
+        >>> wider.classes_, wider.decision_function(X[:2]).shape
+        (array([0, 1, 2, 3]), (2, 4))
         """
         check_is_fitted(self, "_coef")
         K = self.classes_.shape[0]

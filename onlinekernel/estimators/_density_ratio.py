@@ -222,12 +222,7 @@ class DSGDensityRatio(BaseDSG):
         The intercept :math:`b`.
     n_random_features_ : int
         The current number of random features.
-    n_blocks_ : int
-        The current number of blocks.
-    t_ : int
-        Training steps taken.
-    seed_ : int
-        The 64-bit seed of the random features.
+    {{step_attributes}}
     gamma_ : float or None
         The bandwidth used (``"median"`` or ``"scale"`` resolved).
     loss_ : loss object
@@ -433,32 +428,15 @@ class DSGDensityRatio(BaseDSG):
     # ------------------------------------------------------------------ #
     # prediction
     # ------------------------------------------------------------------ #
+    @_docs.doc(r"The learned log density ratio :math:`f(x) \approx \log(p(x) / q(x))`.", "X",
+               returns="ndarray of shape (n_samples,)")
     def log_ratio(self, X):
-        r"""The learned log density ratio :math:`f(x) \approx \log(p(x) / q(x))`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
         return self._raw(X)[:, 0]
 
+    @_docs.doc(r"The learned density ratio :math:`e^{f(x)} \approx p(x) / q(x)`.", "X",
+               body="The exponent is capped at 700, so the ratio is always finite.",
+               returns="ndarray of shape (n_samples,)")
     def ratio(self, X):
-        r"""The learned density ratio :math:`e^{f(x)} \approx p(x) / q(x)`.
-
-        The exponent is capped at 700, so the ratio is always finite.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
         return _exp(self.log_ratio(X))
 
     def score(self, X_numerator, X_denominator):

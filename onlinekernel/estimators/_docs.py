@@ -63,6 +63,13 @@ PARAMS["seed_to_jobs"] = (
     "    As in :class:`onlinekernel.DSGClassifier`.\n"
     "n_jobs : int or None, default=None\n"
     "    As in :class:`onlinekernel.DSGClassifier`.")
+PARAMS["step_attributes"] = (
+    "n_blocks_ : int\n"
+    "    The current number of blocks.\n"
+    "t_ : int\n"
+    "    Training steps taken.\n"
+    "seed_ : int\n"
+    "    The 64-bit seed of the random features.")
 
 # The summaries several estimators share
 FIT_SOLVER = "Fit the model on ``(X, y)`` with ``solver`` (see the class docstring)."

@@ -546,17 +546,9 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
             return (st["_frozen"] + st["_beta"] * (C - st["_csum_at"])) / st["t_"]
         return c * st["_beta"]
 
+    @_docs.doc(r"Predicted targets :math:`\langle\bar f, \Phi(x)\rangle + \bar b`, shape ``(n,)``.",
+               "X", returns="ndarray of shape (n_samples,)")
     def predict(self, X):
-        """Predicted targets :math:`\\langle\\bar f, \\Phi(x)\\rangle + \\bar b`, shape ``(n,)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
         check_is_fitted(self, "_support")
         # one snapshot: a concurrent partial_fit publishes its state in one step
         st = self.__dict__.copy()

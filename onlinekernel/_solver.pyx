@@ -487,17 +487,94 @@ def gemm(const real[:, ::1] A, const real[:, ::1] B, bint transpose_a=False):
     return out_arr
 
 
-def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
-                const double[::1] sample_weight, const int64_t[::1] order,
-                Py_ssize_t batch_size, const double[::1] step_sizes, double alpha,
-                Py_ssize_t max_blocks, bint fit_intercept,
-                real[:, ::1] coef, double[::1] intercept, double[::1] scale,
-                int64_t[::1] counters, real[:, ::1] coef_avg=None,
-                double[::1] intercept_avg=None, int64_t avg_start=-1, int n_jobs=1,
-                Reuse reuse=None, const double[::1] decay=None):
-    """Run ``len(step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
+cdef class ModelState:
+    """The learned arrays of one model, as the training steps update them.
 
-    Step ``s`` takes rows ``order[s*B : (s+1)*B]`` and
+    One object for what the steps read and write (scikit-learn's
+    ``WeightVector`` carries weights, scale and average the same way): the
+    coefficients ``coef`` (``M x K``, the model's dtype, with room for the
+    blocks a call may add) times the global ``scale``, the intercept, the
+    running averages ``coef_avg`` and ``intercept_avg``, the block source
+    and the counters ``n_blocks``, ``t`` (steps taken) and ``n_averaged``.
+    :func:`train_steps` updates it in place; :meth:`copy` is its snapshot.
+    """
+    cdef readonly BlockSource blocks
+    cdef public object coef
+    cdef public object intercept
+    cdef public object coef_avg
+    cdef public object intercept_avg
+    cdef public double scale
+    cdef public int64_t n_blocks
+    cdef public int64_t t
+    cdef public int64_t n_averaged
+
+    def __init__(self, BlockSource blocks, coef, intercept, double scale=1.0, coef_avg=None,
+                 intercept_avg=None, int64_t n_blocks=0, int64_t t=0, int64_t n_averaged=0):
+        self.blocks = blocks
+        self.coef, self.intercept, self.scale = coef, intercept, scale
+        self.coef_avg, self.intercept_avg = coef_avg, intercept_avg
+        self.n_blocks, self.t, self.n_averaged = n_blocks, t, n_averaged
+
+    def copy(self):
+        """A snapshot: copies of the arrays (the block source is shared, it is a cache)."""
+        return ModelState(self.blocks, self.coef.copy(), self.intercept.copy(), self.scale,
+                          None if self.coef_avg is None else self.coef_avg.copy(),
+                          None if self.intercept_avg is None else self.intercept_avg.copy(),
+                          self.n_blocks, self.t, self.n_averaged)
+
+
+cdef class StepPlan:
+    """What one run of :func:`train_steps` does, resolved before it starts.
+
+    ``step_sizes`` (one per batch of ``batch_size`` rows), ``decay`` (the
+    forgetting factor per step, or None), the penalty ``alpha``, the budget
+    ``max_blocks``, ``fit_intercept``, the first averaged step ``avg_start``
+    (-1: none), the threads ``n_jobs`` (>= 1) and the ``reuse`` rules (an
+    :class:`onlinekernel._reuse.Reuse`, or None for the plain budget update).
+    Read-only once built.
+    """
+    cdef readonly Py_ssize_t batch_size
+    cdef readonly object step_sizes
+    cdef readonly object decay
+    cdef readonly double alpha
+    cdef readonly Py_ssize_t max_blocks
+    cdef readonly bint fit_intercept
+    cdef readonly int64_t avg_start
+    cdef readonly int n_jobs
+    cdef readonly Reuse reuse
+
+    def __init__(self, Py_ssize_t batch_size, step_sizes, double alpha, Py_ssize_t max_blocks,
+                 bint fit_intercept, *, int64_t avg_start=-1, int n_jobs=1, Reuse reuse=None,
+                 decay=None):
+        self.batch_size, self.alpha, self.max_blocks = batch_size, alpha, max_blocks
+        self.step_sizes = np.ascontiguousarray(step_sizes, dtype=np.float64)
+        self.decay = None if decay is None else np.ascontiguousarray(decay, dtype=np.float64)
+        self.fit_intercept, self.avg_start, self.n_jobs = fit_intercept, avg_start, n_jobs
+        self.reuse = reuse
+
+
+cdef class _Pass:
+    """The inputs and scratch of one train_steps call, handed to its loop."""
+    cdef Rows R
+    cdef const double[:, ::1] Y
+    cdef const double[::1] sample_weight
+    cdef const int64_t[::1] order
+    cdef const double[::1] step_sizes
+    cdef const double[::1] decay
+    cdef RowBatch batch
+    cdef double[:, ::1] Yb
+    cdef double[:, ::1] U
+    cdef double[:, ::1] G
+    cdef object Gr, parts, keep  # arrays of the model's dtype (typed in the loop)
+    cdef _Workspace ws
+    cdef int nt
+
+
+def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
+                const double[::1] sample_weight, const int64_t[::1] order, StepPlan plan):
+    """Run ``len(plan.step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
+
+    Step ``s`` takes rows ``order[s*B : (s+1)*B]`` (``B = plan.batch_size``) and
       1. predicts them with all blocks: ``U``;
       2. asks the loss for ``G = dloss/draw (Y, U)``, weighted per row;
       3. shrinks all coefficients by ``(1 - step * alpha)`` through ``scale``
@@ -517,34 +594,44 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
          new iterate into the running means ``coef_avg`` and ``intercept_avg``
          (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
 
-    ``X`` (an array or a CSR matrix), ``coef`` and ``coef_avg`` have the
-    model's dtype; ``coef`` (and
-    ``coef_avg``) must have room for every block the call may add.
-    ``scale`` (1 value) and ``counters`` (``[n_blocks, t, n_averaged]``) are
-    updated in place.  ``n_jobs`` threads share the blocks of each step; the
-    result does not depend on their number.
+    ``model`` (a :class:`ModelState`) is updated in place; its ``coef`` (and
+    ``coef_avg``) must have room for every block the call may add.  ``X``
+    (an array or a CSR matrix), ``coef`` and ``coef_avg`` have the model's
+    dtype.  ``plan.n_jobs`` threads share the blocks of each step; the result
+    does not depend on their number.
 
-    With ``reuse`` (an :class:`onlinekernel._reuse.Reuse`) step 4 follows its
-    reuse mode and schedule, block updates may be preconditioned, and the
+    With ``plan.reuse`` (an :class:`onlinekernel._reuse.Reuse`) step 4 follows
+    its reuse mode and schedule, block updates may be preconditioned, and the
     step ends with its projection; ``None`` is step 4 as written above.
     Float32 models run only the preconditioned "all" rule (checked here).
     """
+    cdef BlockSource src = model.blocks
     cdef CyFeatureMap fmap = src.fmap
+    cdef Reuse reuse = plan.reuse
+    dt = src.dtype
+    coef, coef_avg = model.coef, model.coef_avg
+    if (not isinstance(coef, np.ndarray) or coef.dtype != dt or coef.ndim != 2
+            or not coef.flags.c_contiguous or not coef.flags.writeable):
+        raise ValueError(f"coef must be a writeable C-contiguous 2-d array of the model's "
+                         f"dtype {dt}")
+    cdef double[::1] intercept = model.intercept
+    cdef const double[::1] step_sizes = plan.step_sizes
+    cdef const double[::1] decay = plan.decay
     cdef Py_ssize_t n_rows = order.shape[0], d = X.shape[1], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
-    cdef Py_ssize_t B = batch_size
-    if (sizeof(real) == 4) != src.single:
-        raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
+    cdef Py_ssize_t B = plan.batch_size, max_blocks = plan.max_blocks
     if d != fmap.n_features_in:
         raise ValueError(f"X has {d} features, the feature map expects {fmap.n_features_in}")
     if B < 1 or n_steps * B < n_rows or (n_steps - 1) * B >= n_rows > 0:
         raise ValueError("step_sizes must hold one step per batch of order")
-    cdef Py_ssize_t final_blocks = min(max_blocks, counters[0] + n_steps)
+    if model.n_blocks < 0 or model.t < 0 or model.n_averaged < 0:
+        raise ValueError("the model's counters must be >= 0")
+    cdef Py_ssize_t final_blocks = min(max_blocks, model.n_blocks + n_steps)
     if final_blocks * F > coef.shape[0]:
         raise ValueError("coef has no room for the blocks these steps add")
-    if intercept.shape[0] != K or scale.shape[0] != 1:
-        raise ValueError(f"intercept needs {K} values and scale one")
+    if intercept.shape[0] != K:
+        raise ValueError(f"intercept needs {K} values")
     if Y.shape[0] != X.shape[0] or m != loss.n_targets(K):
         raise ValueError(f"Y has shape {(Y.shape[0], m)}; the loss needs {X.shape[0]} rows of "
                          f"{loss.n_targets(K)} target columns for {K} outputs")
@@ -554,14 +641,14 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
             raise ValueError("order holds row indices outside X")
     if sample_weight.shape[0] != X.shape[0]:
         raise ValueError("sample_weight needs one weight per row of X")
-    if counters.shape[0] != 3:
-        raise ValueError("counters must hold [n_blocks, t, n_averaged]")
-    if avg_start >= 0 and (coef_avg is None or intercept_avg is None
-                           or coef_avg.shape[0] < final_blocks * F or coef_avg.shape[1] != K
-                           or intercept_avg.shape[0] != K):
+    if plan.avg_start >= 0 and (
+            coef_avg is None or model.intercept_avg is None
+            or not isinstance(coef_avg, np.ndarray) or coef_avg.dtype != dt
+            or coef_avg.shape[0] < final_blocks * F or coef_avg.shape[1] != K
+            or len(model.intercept_avg) != K):
         raise ValueError("averaging needs coef_avg and intercept_avg shaped like coef and "
                          "intercept")
-    if n_jobs < 1:
+    if plan.n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with check_n_jobs)")
     if decay is not None:
         if decay.shape[0] != n_steps:
@@ -574,60 +661,71 @@ def train_steps(BlockSource src, CyLoss loss, X, const double[:, ::1] Y,
                          "batches no larger than a block; the other reuse rules and the "
                          "projection need a float64 model")
 
-    cdef Rows R
-    keep_alive = rows_of(X, src.dtype, &R)
+    cdef _Pass p = _Pass()
+    keep_alive = rows_of(X, dt, &p.R)
+    p.Y, p.sample_weight, p.order = Y, sample_weight, order
+    p.step_sizes, p.decay = step_sizes, decay
     cdef Py_ssize_t nb_max = min(B, max(1, n_rows))
     # Every block a step evaluates: max_blocks, or more when the model already
     # has more blocks than its (lowered) budget.
-    cdef Py_ssize_t keep_blocks = max(counters[0], final_blocks)
-    dt = src.dtype
-    cdef RowBatch batch = new_batch(&R, nb_max, dt,
-                                   int(np.diff(X.indptr).max()) if R.sparse and X.shape[0] else 0)
-    Yb_arr = np.empty((nb_max, m), dtype=np.float64)
-    U_arr = np.empty((nb_max, K), dtype=np.float64)
-    G_arr = np.empty((nb_max, K), dtype=np.float64)
-    Gr_arr = np.empty((nb_max, K), dtype=dt)
+    cdef Py_ssize_t keep_blocks = max(model.n_blocks, final_blocks)
+    p.batch = new_batch(&p.R, nb_max, dt,
+                        int(np.diff(X.indptr).max()) if p.R.sparse and X.shape[0] else 0)
+    p.Yb = np.empty((nb_max, m), dtype=np.float64)
+    p.U = np.empty((nb_max, K), dtype=np.float64)
+    p.G = np.empty((nb_max, K), dtype=np.float64)
+    p.Gr = np.empty((nb_max, K), dtype=dt)
     # each block's contribution to the batch's outputs, summed in block order
-    parts_arr = np.empty(max(1, keep_blocks * nb_max * K), dtype=dt)
+    p.parts = np.empty(max(1, keep_blocks * nb_max * K), dtype=dt)
     # Once the budget is full a step evaluates every block twice (predict,
     # then gradient); keeping the batch's features between the two halves
     # saves the second evaluation when they fit in KEEP_BYTES.
-    keep_arr = None
+    p.keep = None
     if keep_blocks <= KEEP_BYTES // (dt.itemsize * nb_max * F):
-        keep_arr = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
-    cdef int nt = _n_threads(src, n_jobs, keep_blocks)
-    cdef _Workspace ws = _workspace(src, nt)
-    cdef real[:, ::1] Gr = Gr_arr
-    cdef real[::1] parts = parts_arr
-    cdef real[::1] keep = keep_arr
-    cdef double[:, ::1] Yb = Yb_arr
-    cdef double[:, ::1] U = U_arr
-    cdef double[:, ::1] G = G_arr
+        p.keep = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
+    p.nt = _n_threads(src, plan.n_jobs, keep_blocks)
+    p.ws = _workspace(src, p.nt)
     if reuse is not None:
         reuse.prepare(B, F, K)
     with _one_blas_thread(fmap, loss):
         try:
-            _train_loop(src, loss, &R, Y, sample_weight, order, B, step_sizes, alpha,
-                        max_blocks, fit_intercept, coef, intercept, scale, counters,
-                        batch, Yb, U, G, Gr, parts, ws, nt,
-                        coef_avg, intercept_avg, avg_start, keep, reuse, decay)
+            if src.single:
+                _train_loop[float](model, plan, loss, p, coef)
+            else:
+                _train_loop[double](model, plan, loss, p, coef)
         finally:
-            _give_back(src, ws)
+            _give_back(src, p.ws)
             fmap.raise_pending()
     if reuse is not None:
         reuse.raise_pending()
 
 
-cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::1] Y,
-                 const double[::1] sample_weight, const int64_t[::1] order, Py_ssize_t B,
-                 const double[::1] step_sizes, double alpha, Py_ssize_t max_blocks,
-                 bint fit_intercept, real[:, ::1] coef, double[::1] intercept,
-                 double[::1] scale, int64_t[::1] counters, RowBatch batch,
-                 double[:, ::1] Yb, double[:, ::1] U, double[:, ::1] G, real[:, ::1] Gr,
-                 real[::1] parts, _Workspace ws, int nt,
-                 real[:, ::1] coef_avg, double[::1] intercept_avg, int64_t avg_start,
-                 real[::1] keep_arr, Reuse reuse, const double[::1] decay):
+cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, ::1] coef):
+    cdef BlockSource src = model.blocks
     cdef CyFeatureMap fmap = src.fmap
+    cdef const Rows* X = &p.R
+    cdef const double[:, ::1] Y = p.Y
+    cdef const double[::1] sample_weight = p.sample_weight
+    cdef const int64_t[::1] order = p.order
+    cdef const double[::1] step_sizes = p.step_sizes
+    cdef const double[::1] decay = p.decay
+    cdef RowBatch batch = p.batch
+    cdef double[:, ::1] Yb = p.Yb
+    cdef double[:, ::1] U = p.U
+    cdef double[:, ::1] G = p.G
+    cdef real[:, ::1] Gr = p.Gr
+    cdef real[::1] parts = p.parts
+    cdef real[::1] keep_arr = p.keep
+    cdef real[:, ::1] coef_avg = model.coef_avg if plan.avg_start >= 0 else None
+    cdef double[::1] intercept = model.intercept
+    cdef double[::1] intercept_avg = model.intercept_avg if plan.avg_start >= 0 else None
+    cdef _Workspace ws = p.ws
+    cdef int nt = p.nt
+    cdef Reuse reuse = plan.reuse
+    cdef Py_ssize_t B = plan.batch_size, max_blocks = plan.max_blocks
+    cdef double alpha = plan.alpha
+    cdef bint fit_intercept = plan.fit_intercept
+    cdef int64_t avg_start = plan.avg_start
     cdef Py_ssize_t n_rows = order.shape[0], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
@@ -640,16 +738,16 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
     cdef real* C0 = &coef[0, 0]
     cdef const Rows* XB = &batch.rows
     cdef real* GR = &Gr[0, 0]
-    cdef const real* p
+    cdef const real* p_j
     cdef Work* w
     cdef int act = -1  # what the step does with the blocks under `reuse` (-1: no reuse object)
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
-        nblk = counters[0]
-        sc = scale[0]
+        nblk = model.n_blocks
+        sc = model.scale
         if reuse is not None:
-            act = reuse.action(nblk, max_blocks, counters[1])
+            act = reuse.action(nblk, max_blocks, model.t)
         with nogil:
             batch.gather(X, &order[b0], nb)
             for i in range(nb):
@@ -660,9 +758,9 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
             # prediction half: block j's outputs into parts[j], in parallel
             for j in prange(nblk, num_threads=nt, schedule="static"):
                 w = &ws.w[threadid()]
-                p = <const real*>src.get(j, w.params, w.params64)
+                p_j = <const real*>src.get(j, w.params, w.params64)
                 memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                _tile_accumulate(fmap, p, w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
+                _tile_accumulate(fmap, p_j, w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
                                  kept + j * nb * F if kept != NULL else <real*>NULL)
             for i in range(nb):
                 for c in range(K):
@@ -695,7 +793,7 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
             if act >= 0:  # reuse modes, preconditioning (onlinekernel._reuse)
                 if real is double:
                     nblk = _reuse_step(src, &ws.w[0], reuse, act, XB, nb, &G[0, 0], K, C0,
-                                       nblk, max_blocks, counters[1], gamma, sc, fc, kept)
+                                       nblk, max_blocks, model.t, gamma, sc, fc, kept)
                 else:  # float32 models: the preconditioned 'all' steps only (checked)
                     nblk = _precondition_step_f32(src, &ws.w[0], reuse, act, XB, nb,
                                                   &G[0, 0], K, C0, nblk, gamma, sc, kept)
@@ -703,8 +801,8 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
                 memset(C0 + nblk * F * K, 0, F * K * sizeof(real))
                 cst = -gamma / (nb * F) / sc
                 w = &ws.w[0]
-                p = <const real*>src.get(nblk, w.params, w.params64)
-                _block_gradient(fmap, p, w, XB, nb, GR, K, cst, C0 + nblk * F * K)
+                p_j = <const real*>src.get(nblk, w.params, w.params64)
+                _block_gradient(fmap, p_j, w, XB, nb, GR, K, cst, C0 + nblk * F * K)
                 nblk += 1
             else:
                 cst = -gamma / (nb * F * nblk) / sc
@@ -714,20 +812,20 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
                               <int>F, GR, <int>K, 1.0, C0 + j * F * K, <int>K)
                     else:
                         w = &ws.w[threadid()]
-                        p = <const real*>src.get(j, w.params, w.params64)
-                        _block_gradient(fmap, p, w, XB, nb, GR, K, cst, C0 + j * F * K)
+                        p_j = <const real*>src.get(j, w.params, w.params64)
+                        _block_gradient(fmap, p_j, w, XB, nb, GR, K, cst, C0 + j * F * K)
 
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
                                     factor if factor > 0.0 else 0.0)
             if act >= 0 and reuse.radius > 0.0:  # Pegasos projection (onlinekernel._reuse)
                 sc = reuse.project(sc, nblk * F)
-        counters[1] += 1
+        model.t += 1
         if fmap.failed or (act >= 0 and reuse.failed):
             break  # a Python feature map (or a preconditioning solve) failed: the caller raises
-        if avg_start >= 0 and counters[1] > avg_start:
-            counters[2] += 1
-            inv = 1.0 / counters[2]
+        if avg_start >= 0 and model.t > avg_start:
+            model.n_averaged += 1
+            inv = 1.0 / model.n_averaged
             with nogil:
                 for i in range(nblk * F):
                     for c in range(K):
@@ -735,8 +833,8 @@ cdef _train_loop(BlockSource src, CyLoss loss, const Rows* X, const double[:, ::
                                                 + (sc * coef[i, c] - coef_avg[i, c]) * inv)
                 for c in range(K):
                     intercept_avg[c] += (intercept[c] - intercept_avg[c]) * inv
-        scale[0] = sc
-        counters[0] = nblk
+        model.scale = sc
+        model.n_blocks = nblk
 
 
 # --------------------------------------------------------------------------- #

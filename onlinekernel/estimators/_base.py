@@ -40,8 +40,8 @@ from onlinekernel.estimators import _docs
 from onlinekernel.estimators._constraints import Bool, Int, Options, Real
 from onlinekernel.estimators._constraints import check_int as _check_int
 from onlinekernel.estimators._constraints import check_real as _check_real
-from onlinekernel._solver import BlockSource, block_features, predict_raw, \
-    train_steps
+from onlinekernel._solver import BlockSource, ModelState, StepPlan, block_features, \
+    predict_raw, train_steps
 from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
@@ -268,6 +268,49 @@ class Stopping:
     n_iter_no_change: int = 5
     early_stopping: bool = False
     validation_fraction: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How a training call steps, resolved once from the estimator's parameters.
+
+    Built by ``BaseDSG._train_config`` at the start of the steps of a call;
+    the code below it reads this, never the parameters again, so an
+    estimator that trains differently (fixed features: their own batch size
+    and budget, constant steps) builds a different configuration.
+    """
+    batch_size: int
+    max_blocks: int = None  # the feature budget in blocks (None: unbounded)
+    learning_rate: str = "inverse"
+    eta0: float = 1.0
+    t0: float = 1.0
+    eta_min: float = 0.0
+    forgetting: float = 0.0
+    fit_intercept: bool = True
+    average_start: int = -1  # first averaged step minus one (-1: no averaging)
+    n_jobs: int = 1  # threads, resolved
+    reuse: str = "all"
+    reuse_schedule: tuple = (1, 0)
+    ridge: float = 0.0  # the preconditioning ridge (0: none)
+    projection: bool = False
+    eigenpro: bool = False
+
+
+def model_state(state):
+    """The :class:`ModelState` of the learned arrays in ``state`` (the arrays themselves)."""
+    return ModelState(state["_blocks"], state["_coef"], state["_intercept"], state["_scale"],
+                      state["_coef_avg"], state["_intercept_avg"], state["n_blocks_"],
+                      state["t_"], state["n_averaged_"])
+
+
+def publish_model_state(model, state):
+    """Write ``model`` (a :class:`ModelState`) back into ``state`` under the fitted names."""
+    state["_coef"], state["_coef_avg"] = model.coef, model.coef_avg
+    state["_intercept"], state["_intercept_avg"] = model.intercept, model.intercept_avg
+    state["_scale"] = float(model.scale)
+    state["n_blocks_"] = int(model.n_blocks)
+    state["t_"] = int(model.t)
+    state["n_averaged_"] = int(model.n_averaged)
 
 
 def _weighted_sum(w, v):
@@ -661,19 +704,34 @@ class BaseDSG(BaseEstimator):
             return _DEFAULT_RIDGE if pre else 0.0
         return float(pre)
 
-    def _reuse_options(self, state, alpha):
+    def _schedule(self):
+        """The step-size schedule's parameters (``step_sizes``'s name, eta0, t0)."""
+        return {"learning_rate": self.learning_rate, "eta0": self.eta0, "t0": self.t0}
+
+    def _train_config(self, state):
+        """The :class:`TrainConfig` of this call's steps on ``state``, from the parameters."""
+        return TrainConfig(
+            batch_size=self.batch_size, max_blocks=self._budget_blocks(), **self._schedule(),
+            eta_min=self.eta_min, forgetting=self.forgetting,
+            fit_intercept=bool(self.fit_intercept), average_start=self._average_start(),
+            n_jobs=check_n_jobs(self.n_jobs), reuse=self.reuse,
+            reuse_schedule=tuple(int(v) for v in self.reuse_schedule), ridge=self._ridge(),
+            projection=bool(self.projection), eigenpro=self.precondition == "eigenpro")
+
+    @staticmethod
+    def _reuse_options(state, config, alpha):
         """The solver's Reuse for these steps, or None for the plain budget update."""
-        G, U = (int(v) for v in self.reuse_schedule)
-        ridge = self._ridge()
-        radius = 1.0 / np.sqrt(alpha) if self.projection else 0.0
-        if self.reuse == "all" and (G, U) == (1, 0) and not ridge and not radius:
+        G, U = config.reuse_schedule
+        ridge = config.ridge
+        radius = 1.0 / np.sqrt(alpha) if config.projection else 0.0
+        if config.reuse == "all" and (G, U) == (1, 0) and not ridge and not radius:
             return None
         norm2 = 0.0
         if radius:  # |f|^2 / M, tracked by the steps from here
             rows = state["n_blocks_"] * state["feature_map_"].n_components
             c = state["_coef"][:rows]
             norm2 = float(state["_scale"]) ** 2 * float(np.einsum("ij,ij->", c, c))
-        return Reuse(self.reuse, G, U, ridge, radius, state["seed_"], norm2)
+        return Reuse(config.reuse, G, U, ridge, radius, state["seed_"], norm2)
 
     def _loss_params(self):
         """``loss_params`` as a dict ({} for the estimators without one)."""
@@ -888,11 +946,12 @@ class BaseDSG(BaseEstimator):
                                            self.cache_bytes, dtype=dt)
         return state
 
-    def _ensure_capacity(self, state, n_steps):
+    @staticmethod
+    def _ensure_capacity(state, n_steps, max_blocks):
         F = state["feature_map_"].n_components
         nb = state["n_blocks_"] + n_steps
-        if self._budget_blocks() is not None:
-            nb = min(nb, self._budget_blocks())
+        if max_blocks is not None:
+            nb = min(nb, max_blocks)
         rows = nb * F
         for key in ("_coef", "_coef_avg"):
             coef = state[key]
@@ -902,13 +961,13 @@ class BaseDSG(BaseEstimator):
                 grown[:coef.shape[0]] = coef
                 state[key] = grown
 
-    def _check_trainable(self, state, Y, loss):
+    def _check_trainable(self, state, config):
         """Refuse to train a model whose blocks exceed a lowered budget.
 
         (The solver itself checks array shapes, so a crafted model file cannot
         make it read or write out of bounds.)
         """
-        budget = self._budget_blocks()
+        budget = config.max_blocks
         if budget is not None and state["n_blocks_"] > budget:
             raise ValueError(f"the model has {state['n_blocks_']} blocks, more than "
                              f"{self._budget_text()}: the budget cannot shrink below "
@@ -938,18 +997,19 @@ class BaseDSG(BaseEstimator):
         if self._has_alpha_path():
             state["alpha_"] = self._penalty(state)
 
-    def _run_epoch(self, state, X, Y, sw, order):
-        if self.precondition == "eigenpro":
+    def _run_epoch(self, state, config, X, Y, sw, order):
+        """Train ``state`` on the rows ``order`` of ``(X, Y)`` as ``config`` says."""
+        if config.eigenpro:
             # doubly stochastic steps until the budget is full, then EigenPro's
-            grow = max(0, self._budget_blocks() - state["n_blocks_"]) * self.batch_size
+            grow = max(0, config.max_blocks - state["n_blocks_"]) * config.batch_size
             if grow:
-                self._dsg_steps(state, X, Y, sw, order[:grow])
+                self._dsg_steps(state, config, X, Y, sw, order[:grow])
             if order.shape[0] > grow:
-                self._eigenpro_steps(state, X, Y, sw, order[grow:])
+                self._eigenpro_steps(state, config, X, Y, sw, order[grow:])
             return
-        self._dsg_steps(state, X, Y, sw, order)
+        self._dsg_steps(state, config, X, Y, sw, order)
 
-    def _eigenpro_steps(self, state, X, Y, sw, order):
+    def _eigenpro_steps(self, state, config, X, Y, sw, order):
         """EigenPro steps on the full budget (see :mod:`onlinekernel.solvers.eigenpro`).
 
         The preconditioner is estimated once, from up to ``_EIGENPRO_ROWS``
@@ -968,13 +1028,12 @@ class BaseDSG(BaseEstimator):
                                                   order.shape[0]),
                                             kind="stable")[:_EIGENPRO_ROWS]])
             if rows.shape[0] <= 2 * _EIGENPRO_K:
-                self._dsg_steps(state, X, Y, sw, order)
+                self._dsg_steps(state, config, X, Y, sw, order)
                 return
-            Phi = block_features(state["_blocks"], X[rows], state["n_blocks_"],
-                                 check_n_jobs(self.n_jobs))
-            U = model_outputs(state, X[rows], self.n_jobs)
+            Phi = block_features(state["_blocks"], X[rows], state["n_blocks_"], config.n_jobs)
+            U = model_outputs(state, X[rows], config.n_jobs)
             pre = EigenPro.estimate(Phi, _EIGENPRO_K, max_curvature(loss, Y[rows], U),
-                                    self.batch_size)
+                                    config.batch_size)
             state["_eig_vectors"], state["_eig_values"] = pre.vectors, pre.values
             state["_eig_step"], state["_eig_level"] = pre.step, pre.level
         pre = EigenPro(state["_eig_vectors"], state["_eig_values"], state["_eig_step"],
@@ -984,9 +1043,9 @@ class BaseDSG(BaseEstimator):
                      intercept=state["_intercept"].copy(),
                      coef_avg=state["_coef_avg"][:M].copy(),
                      intercept_avg=state["_intercept_avg"].copy(), t=state["t_"],
-                     n_averaged=state["n_averaged_"], average_start=self._average_start())
-        pre.steps(state["_blocks"], loss, X, Y, sw, order, self.batch_size,
-                  self._penalty(state), bool(self.fit_intercept), it, check_n_jobs(self.n_jobs))
+                     n_averaged=state["n_averaged_"], average_start=config.average_start)
+        pre.steps(state["_blocks"], loss, X, Y, sw, order, config.batch_size,
+                  self._penalty(state), config.fit_intercept, it, config.n_jobs)
         state["_coef"] = np.ascontiguousarray(it.coef)
         state["_coef_avg"] = it.coef_avg
         state["_scale"] = 1.0
@@ -994,41 +1053,34 @@ class BaseDSG(BaseEstimator):
         state["t_"], state["n_averaged_"] = it.t, it.n_averaged
         state["samples_seen_"] += order.shape[0]
 
-    def _dsg_steps(self, state, X, Y, sw, order):
+    def _dsg_steps(self, state, config, X, Y, sw, order):
+        """Doubly stochastic steps on the rows ``order``: one compiled call (``train_steps``)."""
         alpha = self._penalty(state)
         loss = as_cy_loss(self._train_loss(state))
-        self._check_trainable(state, Y, loss)
-        B = self.batch_size
+        self._check_trainable(state, config)
+        B = config.batch_size
         n = order.shape[0]
         n_steps = -(-n // B)
-        self._ensure_capacity(state, n_steps)
+        self._ensure_capacity(state, n_steps, config.max_blocks)
         rows = np.full(n_steps, B, dtype=np.int64)
         rows[-1] = n - B * (n_steps - 1)
         # the schedule's clock starts at the last drift reaction (see react_to_drift)
         clock = max(0, state["samples_seen_"] - state.get("_clock_start", 0))
-        steps = step_sizes(self.learning_rate, clock, rows, B, eta0=self.eta0, t0=self.t0,
-                           alpha=alpha, eta_min=self.eta_min)
+        steps = step_sizes(config.learning_rate, clock, rows, B, eta0=config.eta0,
+                           t0=config.t0, alpha=alpha, eta_min=config.eta_min)
         # forgetting is per row, whatever the batches: a row's step fades by
         # (1 - forgetting) for each row learned after it
-        decay = ((1.0 - self.forgetting) ** rows.astype(np.float64)
-                 if self.forgetting else None)
+        decay = ((1.0 - config.forgetting) ** rows.astype(np.float64)
+                 if config.forgetting else None)
         state["samples_seen_"] += n
-        scale = np.array([state["_scale"]])
-        counters = np.array([state["n_blocks_"], state["t_"], state["n_averaged_"]],
-                            dtype=np.int64)
-        max_blocks = self._budget_blocks()
-        if max_blocks is None:
-            max_blocks = 2 ** 63 - 1
-        X = as_rows(X, state["_coef"].dtype)
-        train_steps(state["_blocks"], loss, X, Y, sw, order, B, steps,
-                    alpha, max_blocks, bool(self.fit_intercept), state["_coef"],
-                    state["_intercept"], scale, counters, state["_coef_avg"],
-                    state["_intercept_avg"], self._average_start(), check_n_jobs(self.n_jobs),
-                    reuse=self._reuse_options(state, alpha), decay=decay)
-        state["_scale"] = float(scale[0])
-        state["n_blocks_"] = int(counters[0])
-        state["t_"] = int(counters[1])
-        state["n_averaged_"] = int(counters[2])
+        max_blocks = config.max_blocks
+        plan = StepPlan(B, steps, alpha, 2 ** 63 - 1 if max_blocks is None else max_blocks,
+                        config.fit_intercept, avg_start=config.average_start,
+                        n_jobs=config.n_jobs, reuse=self._reuse_options(state, config, alpha),
+                        decay=decay)
+        model = model_state(state)
+        train_steps(model, loss, as_rows(X, state["_coef"].dtype), Y, sw, order, plan)
+        publish_model_state(model, state)
 
     def react_to_drift(self, reaction):
         """React to a detected concept drift: one of ``DRIFT_REACTIONS``, in one step.
@@ -1371,9 +1423,11 @@ class BaseDSG(BaseEstimator):
             def score():
                 return self._objective(state, X, Y, sw, penalty=True)
 
+        config = self._train_config(state)
+
         def epoch():
             order = self._shuffled(state["seed_"], state["n_epochs_seen_"], X.shape[0])
-            self._run_epoch(state, X, Y, sw, order)
+            self._run_epoch(state, config, X, Y, sw, order)
 
         self._sgd_epochs(state, epoch, score)
 
@@ -1588,7 +1642,7 @@ class BaseDSG(BaseEstimator):
             X = self._scale_inputs(X)
             state = self._state_copy()
             Y = self._standardize_targets(state, Y, None, first=False)
-            self._run_epoch(state, X, Y, np.ones(X.shape[0]),
+            self._run_epoch(state, self._train_config(state), X, Y, np.ones(X.shape[0]),
                             np.arange(X.shape[0], dtype=np.int64))
             self._commit(state)
             return self
@@ -1606,7 +1660,7 @@ class BaseDSG(BaseEstimator):
         Y = self._standardize_targets(state, Y, sw, first=first)
         self._record_penalty(state)
         order = np.arange(X.shape[0], dtype=np.int64)
-        self._run_epoch(state, X, Y, sw, order)
+        self._run_epoch(state, self._train_config(state), X, Y, sw, order)
         self._commit(state)
         return self
 

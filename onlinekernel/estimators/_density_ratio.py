@@ -385,10 +385,12 @@ class DSGDensityRatio(BaseDSG):
                 return -_bound(*_sums(f[:Xp.shape[0]], f[Xp.shape[0]:])) + \
                     self._penalty_value(state)
 
+        config = self._train_config(state)
+
         def epoch():
             order = self._paired_order(state["seed_"], state["n_epochs_seen_"], Xp.shape[0],
                                        Xq.shape[0], self.shuffle)
-            self._run_epoch(state, X, Y, sw, order)
+            self._run_epoch(state, config, X, Y, sw, order)
 
         self._sgd_epochs(state, epoch, score)
         f = _raw_of(state, X_all, self.n_jobs)
@@ -417,7 +419,7 @@ class DSGDensityRatio(BaseDSG):
         X, Y, sw = self._stack(Xp, Xq)
         state = self._new_model_state(X) if first else self._state_copy()
         order = self._paired_order(state["seed_"], 0, Xp.shape[0], Xq.shape[0], False)
-        self._run_epoch(state, X, Y, sw, order)
+        self._run_epoch(state, self._train_config(state), X, Y, sw, order)
         f = _raw_of(state, X, self.n_jobs)
         sums = _sums(f[:Xp.shape[0]], f[Xp.shape[0]:])
         state["_kl_sums"] = sums if first else _merge(self._kl_sums, sums)

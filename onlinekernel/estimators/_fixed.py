@@ -11,6 +11,7 @@ which is the paper's iteration (3) on the weights ``w = sqrt(M) * coef`` of
 the features ``phi / sqrt(M)``.  A model here simply starts with its whole
 budget, at zero.
 """
+import dataclasses
 import math
 import numbers
 
@@ -79,8 +80,7 @@ class _FixedFeatureSGD(BaseDSG):
     """
 
     _extra_state = ("batch_size_",) + _CALL_STATE
-    # What the shared machinery reads besides the parameters: the algorithm
-    # takes constant steps (see _view).
+    # The algorithm takes constant steps (see _schedule; _view for validation).
     _FIXED = {"learning_rate": "constant", "t0": 1.0}
 
     # both public estimators take the same parameters (documented on each)
@@ -174,9 +174,16 @@ class _FixedFeatureSGD(BaseDSG):
         })
         return state
 
-    def _run_epoch(self, state, X, Y, sw, order):
-        view = self._view(batch_size=state["batch_size_"], max_blocks=state["n_blocks_"])
-        BaseDSG._run_epoch(view, state, X, Y, sw, order)
+    def _schedule(self):
+        return dict(self._FIXED, eta0=self.eta0)
+
+    def _train_config(self, state):
+        """The shared steps with this model's sizes: its batch size and all of its blocks."""
+        return dataclasses.replace(super()._train_config(state),
+                                   batch_size=state["batch_size_"], max_blocks=state["n_blocks_"])
+
+    def _run_epoch(self, state, config, X, Y, sw, order):
+        super()._run_epoch(state, config, X, Y, sw, order)
         state["n_iter_"] += 1
 
     # ------------------------------------------------------------------ #
@@ -214,9 +221,10 @@ class _FixedFeatureSGD(BaseDSG):
         Xv, yv, swv = X[val], y[val], sw[val]
         scores, best, stalled = [], None, 0
         progress = self._progress("Epoch")
+        config = self._train_config(state)
         for _ in range(self.max_iter):
             order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xt.shape[0])
-            self._run_epoch(state, Xt, Yt, swt, order)
+            self._run_epoch(state, config, Xt, Yt, swt, order)
             state["n_epochs_seen_"] += 1
             score = self._validation_score(model_outputs(state, Xv, self.n_jobs), yv, swv)
             scores.append(score)

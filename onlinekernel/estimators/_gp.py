@@ -428,21 +428,21 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         self._add_moments(state, Y[keep, 0], sw[keep])
         super()._fit_sgd(state, X, Y, sw)
 
-    def _run_epoch(self, state, X, Y, sw, order):
+    def _run_epoch(self, state, config, X, Y, sw, order):
         """One epoch of the mean and one of the operator (``"sgd"``), on the same order."""
-        self._sgd_epoch(state, X, Y[:, 0], sw, order)
+        self._sgd_epoch(state, config, X, Y[:, 0], sw, order)
 
-    def _sgd_epoch(self, state, X, y, sw, order):
+    def _sgd_epoch(self, state, config, X, y, sw, order):
         """One epoch of mean steps and one of operator steps, on the same order."""
         state["_intercept"] = np.array([self._prior_mean(state)])
-        B = self.batch_size
+        B = config.batch_size
         n = order.shape[0]
         rows = np.full(-(-n // B), B, dtype=np.int64)
         rows[-1] = n - B * (rows.shape[0] - 1)
         nu = self._penalty(state)
-        steps = step_sizes(self.learning_rate, state["samples_seen_"], rows, B, eta0=self.eta0,
-                           t0=self.t0, alpha=nu)
-        super()._run_epoch(state, X, y[:, None], sw, order)  # the mean: squared loss, alpha nu
+        steps = step_sizes(config.learning_rate, state["samples_seen_"], rows, B,
+                           eta0=config.eta0, t0=config.t0, alpha=nu)
+        super()._run_epoch(state, config, X, y[:, None], sw, order)  # the mean: squared loss, alpha nu
         operator_pass(state["feature_map_"], state["seed_"], state["variance_blocks_"],
                       self._variance_objective(), X, sw, order, B, state["_var_coef"], nu, steps)
 
@@ -474,7 +474,8 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                 progress.finish("Exact posterior after 1 pass")
         elif partial:
             self._add_moments(state, y, sw)
-            self._sgd_epoch(state, X, y, sw, np.arange(X.shape[0], dtype=np.int64))
+            self._sgd_epoch(state, self._train_config(state), X, y, sw,
+                            np.arange(X.shape[0], dtype=np.int64))
         else:
             self._fit_sgd(state, X, y[:, None], sw)
         self._commit(state)

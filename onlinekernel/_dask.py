@@ -438,7 +438,7 @@ def fit(est, X, y, sample_weight=None):
         X.to_delayed().ravel(), y.to_delayed().ravel(), w.to_delayed().ravel())]
     problem = DistributedProblem(client, parts, encode, X.shape[0], float(total), fmap,
                                  state["seed_"], nb, as_cy_loss(est._train_loss(state)),
-                                 est._penalty(state), est.fit_intercept, K, max(room, 0),
+                                 est._penalty(state), est._fits_intercept(), K, max(room, 0),
                                  feature_dtype(solver, dt, est.tol))
     try:
         est._solve_batch(state, solver, problem, int(kept))

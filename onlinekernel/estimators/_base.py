@@ -713,7 +713,7 @@ class BaseDSG(BaseEstimator):
         return TrainConfig(
             batch_size=self.batch_size, max_blocks=self._budget_blocks(), **self._schedule(),
             eta_min=self.eta_min, forgetting=self.forgetting,
-            fit_intercept=bool(self.fit_intercept), average_start=self._average_start(),
+            fit_intercept=self._fits_intercept(), average_start=self._average_start(),
             n_jobs=check_n_jobs(self.n_jobs), reuse=self.reuse,
             reuse_schedule=tuple(int(v) for v in self.reuse_schedule), ridge=self._ridge(),
             projection=bool(self.projection), eigenpro=self.precondition == "eigenpro")
@@ -733,16 +733,31 @@ class BaseDSG(BaseEstimator):
             norm2 = float(state["_scale"]) ** 2 * float(np.einsum("ij,ij->", c, c))
         return Reuse(config.reuse, G, U, ridge, radius, state["seed_"], norm2)
 
+    def _loss_spec(self):
+        """The loss this estimator trains, as given: the ``loss`` parameter (a name or an object).
+
+        Estimators without a ``loss`` parameter say here which loss they train.
+        """
+        return self.loss
+
+    def _fits_intercept(self):
+        """Whether training learns the intercept: the ``fit_intercept`` parameter.
+
+        Estimators without a ``fit_intercept`` parameter say here what they do.
+        """
+        return bool(self.fit_intercept)
+
     def _loss_params(self):
         """``loss_params`` as a dict ({} for the estimators without one)."""
         params = getattr(self, "loss_params", None)
         if params is None:
             return {}
+        loss = self._loss_spec()
         if not isinstance(params, dict):
             raise ValueError(f"loss_params must be a dict or None, got {type(params).__name__}")
-        if not isinstance(self.loss, str) and params:
+        if not isinstance(loss, str) and params:
             raise ValueError(f"loss_params applies to a loss given by name; the loss object "
-                             f"{self.loss!r} carries its own parameters (set them with "
+                             f"{loss!r} carries its own parameters (set them with "
                              f"set_params(loss__name=value))")
         return params
 
@@ -777,12 +792,13 @@ class BaseDSG(BaseEstimator):
         return np.ascontiguousarray((X - mean) / scale, dtype=X.dtype)
 
     def _check_names(self):
-        if isinstance(self.loss, str):
+        loss = self._loss_spec()
+        if isinstance(loss, str):
             # raises, listing the registered losses or the loss's parameters
-            registry.get_loss(self.loss, **self._loss_params())
-        elif not isinstance(self.loss, (CyLoss, Loss)):
+            registry.get_loss(loss, **self._loss_params())
+        elif not isinstance(loss, (CyLoss, Loss)):
             raise TypeError(f"loss must be a registered name, a compiled CyLoss or an "
-                            f"onlinekernel.Loss instance, got {type(self.loss).__name__}")
+                            f"onlinekernel.Loss instance, got {type(loss).__name__}")
         if isinstance(self.kernel, str):
             if self.kernel not in registry.available_feature_maps():
                 registry.get_feature_map(self.kernel)  # raises the listing error
@@ -791,16 +807,17 @@ class BaseDSG(BaseEstimator):
                             f"onlinekernel.FeatureMap instance, got {type(self.kernel).__name__}")
 
     def _resolve_base_loss(self):
-        if isinstance(self.loss, str):
-            loss = registry.get_loss(self.loss, **self._loss_params())
+        spec = self._loss_spec()
+        if isinstance(spec, str):
+            loss = registry.get_loss(spec, **self._loss_params())
             if not isinstance(loss, (CyLoss, Loss)):
                 # e.g. an operator objective (matrix-valued coefficients, such
                 # as gp_variance): registered with the losses, trained elsewhere
-                raise ValueError(f"loss {self.loss!r} ({type(loss).__name__}) is not a "
+                raise ValueError(f"loss {spec!r} ({type(loss).__name__}) is not a "
                                  f"per-sample loss (CyLoss or onlinekernel.Loss) that "
                                  f"{type(self).__name__} can train")
             return loss
-        return copy.deepcopy(self.loss)
+        return copy.deepcopy(spec)
 
     def _validate_penalty(self):
         """Check the penalty parameter ``alpha`` (estimators without one override this)."""
@@ -1274,7 +1291,7 @@ class BaseDSG(BaseEstimator):
         op = self._operator(state, solver, X, room)
         try:
             problem = Problem(op, as_cy_loss(self._train_loss(state)), Y, sw,
-                              self._penalty(state), self.fit_intercept, K)
+                              self._penalty(state), self._fits_intercept(), K)
             self._solve_batch(state, solver, problem, X.shape[0])
         finally:
             op.close()
@@ -1320,7 +1337,7 @@ class BaseDSG(BaseEstimator):
         tried = {}  # alpha -> (score, start)
         try:
             problem = Problem(op, loss, Y[train], np.ascontiguousarray(sw[train]), 0.0,
-                              self.fit_intercept, state["_n_outputs"])
+                              self._fits_intercept(), state["_n_outputs"])
             problem.keep_normal_equations = True  # one Gram for every penalty
 
             def run(alpha, start):
@@ -1551,7 +1568,7 @@ class BaseDSG(BaseEstimator):
             state["_y_mean"], state["_y_scale"] = mean, scale
             Z = (Y - mean) / scale
             # the intercept starts at the constant that minimises the loss
-            if self.fit_intercept:
+            if self._fits_intercept():
                 state["_intercept"] = _constant_minimiser(as_cy_loss(self._train_loss(state)),
                                                           Z, w, state["_n_outputs"])
             return np.ascontiguousarray(Z)

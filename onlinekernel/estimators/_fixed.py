@@ -110,8 +110,7 @@ class _FixedFeatureSGD(BaseDSG):
         view.__dict__.update(self._FIXED, **resolved)
         return view
 
-    @property
-    def loss(self):
+    def _loss_spec(self):
         r"""The loss trained: ``"squared"``, :math:`\frac12 (f(x) - y)^2` (fixed)."""
         return "squared"
 

@@ -292,15 +292,13 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                  cache_bytes=64 * 2 ** 20, n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    # The base machinery reads these two; here they follow from the model.  There
-    # is no ``alpha``: the penalty nu = noise_variance / n follows the data seen.
-    @property
-    def loss(self):
+    # No loss, alpha or fit_intercept parameter: they follow from the model
+    # (the penalty nu = noise_variance / n follows the data seen).
+    def _loss_spec(self):
         """``"squared"``: the posterior mean is kernel ridge regression."""
         return "squared"
 
-    @property
-    def fit_intercept(self):
+    def _fits_intercept(self):
         """Always False: the intercept is the fixed prior mean, not learned."""
         return False
 

@@ -187,19 +187,19 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
                  cache_bytes=64 * 2 ** 20, dtype="float64", n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    # The base machinery reads these three; here they follow from nu.
-    @property
-    def loss(self):
+    # No loss, alpha or fit_intercept parameter: they follow from nu.
+    def _loss_spec(self):
         """The ``novelty`` loss with this ``nu``."""
         return registry.get_loss("novelty", nu=self.nu)
 
-    @property
-    def alpha(self):
+    def _penalty(self, state):
         """The penalty of :math:`f`: ``nu``."""
-        return self.nu
+        return float(self.nu)
 
-    @property
-    def fit_intercept(self):
+    def _validate_penalty(self):
+        """The penalty is ``nu``, checked in ``_validate_params``."""
+
+    def _fits_intercept(self):
         """Always True: the offset is part of the objective."""
         return True
 
@@ -220,7 +220,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
     def _follow_nu(self):
         """Continue a fitted model with the current ``nu`` (the loss's copy of it)."""
         if hasattr(self, "loss_") and self.loss_.nu != self.nu:
-            self.loss_ = self.loss
+            self.loss_ = self._loss_spec()
 
     @transactional
     @_docs.doc("Fit the model on ``X``: passes until the stopping rule holds.", "X", "y_ignored",

@@ -129,8 +129,7 @@ class DSGQuantileRegressor(BaseDSG):
                  dtype="float64", n_jobs=None, normalize_y=True, verbose=0):
         self._store_params(locals())
 
-    @property
-    def loss(self):
+    def _loss_spec(self):
         """The ``multi_quantile`` loss of ``quantiles`` (validates them)."""
         return registry.get_loss("multi_quantile", quantiles=self.quantiles)
 

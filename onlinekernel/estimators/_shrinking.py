@@ -291,8 +291,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         # the rounds run in double: the model is float64
         return np.dtype(np.float64)
 
-    @property
-    def loss(self):
+    def _loss_spec(self):
         """``"squared"``: the algorithm is online gradient descent on the squared loss."""
         return "squared"
 

@@ -114,6 +114,8 @@ class _FixedFeatureSGD(BaseDSG):
         r"""The loss trained: ``"squared"``, :math:`\frac12 (f(x) - y)^2` (fixed)."""
         return "squared"
 
+    loss = property(_loss_spec)  # a read-only view for users; the training reads the method
+
     def _validate_penalty(self):
         """No penalty to check: regularisation is implicit."""
 

@@ -302,6 +302,10 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         """Always False: the intercept is the fixed prior mean, not learned."""
         return False
 
+    # Read-only views for users; the training reads the methods.
+    loss = property(_loss_spec)
+    fit_intercept = property(_fits_intercept)
+
     def _penalty(self, state):
         return float(self.noise_variance) / state["_sw"]
 

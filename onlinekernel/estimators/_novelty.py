@@ -203,6 +203,11 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         """Always True: the offset is part of the objective."""
         return True
 
+    # Read-only views for users; the training reads the methods.
+    loss = property(_loss_spec)
+    alpha = property(lambda self: self.nu, doc="The penalty of :math:`f`: ``nu``.")
+    fit_intercept = property(_fits_intercept)
+
     def _prepare_targets(self, y, fitting, classes=None):
         loss = self._resolve_base_loss() if fitting else self.loss_
         return loss, np.zeros((y.shape[0], 1)), 1

@@ -133,6 +133,8 @@ class DSGQuantileRegressor(BaseDSG):
         """The ``multi_quantile`` loss of ``quantiles`` (validates them)."""
         return registry.get_loss("multi_quantile", quantiles=self.quantiles)
 
+    loss = property(_loss_spec)  # a read-only view for users; the training reads the method
+
     def _prepare_targets(self, y, fitting, classes=None):
         loss = self._resolve_base_loss() if fitting else self.loss_
         try:

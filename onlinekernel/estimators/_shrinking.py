@@ -295,6 +295,8 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         """``"squared"``: the algorithm is online gradient descent on the squared loss."""
         return "squared"
 
+    loss = property(_loss_spec)  # a read-only view for users; the training reads the method
+
     # ------------------------------------------------------------------ #
     # parameters and state
     # ------------------------------------------------------------------ #

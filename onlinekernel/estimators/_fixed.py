@@ -11,7 +11,6 @@ which is the paper's iteration (3) on the weights ``w = sqrt(M) * coef`` of
 the features ``phi / sqrt(M)``.  A model here simply starts with its whole
 budget, at zero.
 """
-import dataclasses
 import math
 import numbers
 
@@ -180,8 +179,8 @@ class _FixedFeatureSGD(BaseDSG):
 
     def _train_config(self, state):
         """The shared steps with this model's sizes: its batch size and all of its blocks."""
-        return dataclasses.replace(super()._train_config(state),
-                                   batch_size=state["batch_size_"], max_blocks=state["n_blocks_"])
+        return super()._train_config(state)._replace(batch_size=state["batch_size_"],
+                                                     max_blocks=state["n_blocks_"])
 
     def _run_epoch(self, state, config, X, Y, sw, order):
         super()._run_epoch(state, config, X, Y, sw, order)

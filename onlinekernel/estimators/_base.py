@@ -3,7 +3,11 @@
 The learned state of a model is its configuration, a 64-bit seed, the
 coefficient matrix ``_coef`` (one row per random feature, one column per
 output) with its global ``_scale``, the intercept, the running averages of
-both when ``average`` is on, and the step counters.  Every
+both when ``average`` is on, and the step counters.  A training call
+resolves its parameters once into a :class:`TrainConfig`; the compiled
+steps update a :class:`~onlinekernel._solver.ModelState` made from (and
+written back to) these attributes by ``model_state`` and
+``publish_model_state``.  Every
 update is transactional: inputs are validated first and training runs on a
 copy of the state that replaces the old one only on success, so a failed
 call leaves the model exactly as it was.

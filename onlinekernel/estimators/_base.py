@@ -7,10 +7,9 @@ both when ``average`` is on, and the step counters.  A training call
 resolves its parameters once into a :class:`TrainConfig`; the compiled
 steps update a :class:`~onlinekernel._solver.ModelState` made from (and
 written back to) these attributes by ``model_state`` and
-``publish_model_state``.  Every
-update is transactional: inputs are validated first and training runs on a
-copy of the state that replaces the old one only on success, so a failed
-call leaves the model exactly as it was.
+``publish_model_state``.  Every update is transactional: inputs are
+validated first and training runs on a copy of the state that replaces the
+old one only on success, so a failed call leaves the model exactly as it was.
 """
 import copy
 import dataclasses

@@ -2,42 +2,24 @@
 
 Flags are portable: -O3 for any x86-64 or other target, with wide vector
 paths chosen at run time inside okcore.h.  -ffp-contract=off keeps the
-seeded feature generation bit for bit identical across machines.
+seeded feature generation bit for bit identical across machines.  The C headers
+(``onlinekernel/core/src``) are found through ``onlinekernel/core`` on the include path.
 A machine-specific build is opt-in: ONLINEKERNEL_NATIVE=1 adds -march=native (opt-in).
 """
 import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = {
-    "onlinekernel._random": "onlinekernel/_random.pyx",
-    "onlinekernel._loss": "onlinekernel/_loss.pyx",
-    "onlinekernel._featuremap": "onlinekernel/_featuremap.pyx",
-    "onlinekernel._solver": "onlinekernel/_solver.pyx",
-    "onlinekernel._reuse": "onlinekernel/_reuse.pyx",
-    "onlinekernel._operator": "onlinekernel/_operator.pyx",
-    "onlinekernel._shrinking": "onlinekernel/_shrinking.pyx",
-    "onlinekernel.solvers._dual_cd": "onlinekernel/solvers/_dual_cd.pyx",
-    "onlinekernel_plugins._losses": "plugins/_losses.pyx",
-    "onlinekernel_plugins._novelty": "plugins/_novelty.pyx",
-    "onlinekernel_plugins._quantile": "plugins/_quantile.pyx",
-    "onlinekernel_plugins._density_ratio": "plugins/_density_ratio.pyx",
-    "onlinekernel_plugins._gp_variance": "plugins/_gp_variance.pyx",
-    "onlinekernel_plugins._gaussian": "plugins/_gaussian.pyx",
-    "onlinekernel_plugins._laplacian": "plugins/_laplacian.pyx",
-    "onlinekernel_plugins._matern": "plugins/_matern.pyx",
-    "onlinekernel_plugins._arccos": "plugins/_arccos.pyx",
-    "onlinekernel_plugins._poly_sketch": "plugins/_poly_sketch.pyx",
-    "onlinekernel_plugins._iln": "plugins/_iln.pyx",
-    "onlinekernel_plugins._orf": "plugins/_orf.pyx",
-    "onlinekernel_plugins._nystrom": "plugins/_nystrom.pyx",
-    "onlinekernel_plugins._structured": "plugins/_structured.pyx",
-}
+# Every .pyx under onlinekernel/ is a compiled module of the same dotted name:
+# a new loss, map or solver needs no entry here.
+MODULES = {str(p.with_suffix("")).replace(os.sep, "."): str(p)
+           for p in sorted(Path("onlinekernel").rglob("*.pyx"))}
 
 if sys.platform == "win32":
     compile_args = ["/O2", "/fp:precise"]
@@ -73,7 +55,7 @@ def openmp_flags():
 
 omp_compile, omp_link = openmp_flags()
 extensions = [
-    Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel"],
+    Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel/core"],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=compile_args + omp_compile, extra_link_args=omp_link)
     for name, src in MODULES.items()

@@ -102,13 +102,13 @@ def compiled_extension():
     """The compiled solver's file in the onlinekernel being measured (its build time).
 
     Found by file name under the package's folder, not imported: the
-    extension named ``_solver`` where there is one, else the newest compiled
+    extension named ``dsg`` (the doubly stochastic loop) where there is one, else the newest compiled
     extension; None in a build without any.
     """
     import onlinekernel
     root = Path(onlinekernel.__file__).resolve().parent
     found = [p for pattern in ("*.so", "*.pyd") for p in root.rglob(pattern)]
-    solver = [p for p in found if p.name.split(".")[0] == "_solver"]
+    solver = [p for p in found if p.name.split(".")[0] == "dsg"]
     return max(solver or found, key=lambda p: p.stat().st_mtime, default=None)
 
 
@@ -128,7 +128,7 @@ def build_info():
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    status = git("status", "--porcelain", "--", "onlinekernel", "plugins", "setup.py")
+    status = git("status", "--porcelain", "--", "src", "setup.py")
     solver = compiled_extension()
     return {
         "git_commit": git("rev-parse", "HEAD") or None,
@@ -261,7 +261,7 @@ def onlinekernel_cos_tile():
     it is looked up here, by its private module, and nowhere else.
     """
     try:
-        return importlib.import_module("onlinekernel._random").cos_tile
+        return importlib.import_module("onlinekernel.core.streams").cos_tile
     except (ImportError, AttributeError):
         return None
 

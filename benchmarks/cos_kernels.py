@@ -1,7 +1,7 @@
 """Micro-benchmark of the vectorised cosine kernels against glibc's libmvec.
 
 Random-feature maps spend most of their prediction time in the cosine, so
-this measures the two tile kernels of ``onlinekernel/src/okcore.h`` on their
+this measures the two tile kernels of ``onlinekernel/core/src/okcore.h`` on their
 own, in C, without Python or BLAS around them:
 
 * ``ok_cos_tile`` (float64) and ``ok_cos_tile_f32`` (float32), compiled with
@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ._common import REPO, RESULTS_DIR, cpu_model
 
-DEFAULT_OKCORE = REPO / "onlinekernel" / "src" / "okcore.h"
+DEFAULT_OKCORE = REPO / "src" / "onlinekernel" / "core" / "src" / "okcore.h"
 DEFAULT_OUTPUT = RESULTS_DIR / "cos_kernels.json"
 
 # The flags setup.py gives the extension modules (kept in step by hand).

@@ -61,7 +61,7 @@ def systems():
     """name -> a function making the River model (seed 0)."""
     from river import drift
 
-    from onlinekernel.river import RiverClassifier
+    from onlinekernel.integrations.river import RiverClassifier
     out = {"none": lambda: RiverClassifier(drift_detector=None, seed=0)}
     for reaction in ("reset_step", "shrink", "regrow"):
         out[f"ADWIN + {reaction}"] = (lambda r=reaction: RiverClassifier(

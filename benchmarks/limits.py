@@ -22,7 +22,7 @@ script measures the two rates that bound it, on this machine, now:
   refresh is timed separately and subtracted).  Without a compiler or
   libmvec the reference is the better of numpy's ``np.cos`` and
   onlinekernel's ``cos_tile`` in that dtype, and the report says which.
-  onlinekernel's own kernel (``onlinekernel._random.cos_tile``) is reported
+  onlinekernel's own kernel (``onlinekernel.core.streams.cos_tile``) is reported
   beside it; its float32 figure says whether ``cos_tile`` kept float32 or
   widened the input to float64.
 
@@ -504,7 +504,7 @@ def measure_cosine(dtypes, threads, repeats, target_seconds, lib, native, log):
             out_dtype = np.dtype(out_dtype).name
             mine.append(_measure_cos(
                 lambda: (run, refresh), 1, repeats, target_seconds, dtype=dt,
-                method="onlinekernel._random.cos_tile", computes_in=out_dtype,
+                method="onlinekernel.core.streams.cos_tile", computes_in=out_dtype,
                 native_dtype=out_dtype == dt,
                 note=("refresh = the copy cos_tile makes of its input; includes one Python "
                       "call per tile") + ("" if out_dtype == dt else

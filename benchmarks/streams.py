@@ -166,7 +166,7 @@ def _prequential(model, stream):
 
 
 def adapter(n_rows, log):
-    from onlinekernel.river import RiverClassifier
+    from onlinekernel.integrations.river import RiverClassifier
     stream = _dict_stream(n_rows + 512, seed=1)
     model = RiverClassifier(seed=0)
     for x, y in stream[:512]:  # the warm-up and the first steps
@@ -197,7 +197,7 @@ def _streams(n_rows):
 def _models():
     from river import forest, linear_model, neighbors, preprocessing, tree
 
-    from onlinekernel.river import RiverClassifier
+    from onlinekernel.integrations.river import RiverClassifier
     return {
         "River LogisticRegression (scaled)":
             lambda: preprocessing.StandardScaler() | linear_model.LogisticRegression(),

@@ -17,7 +17,7 @@ _ROOT = os.path.dirname(_DOCS)
 
 def _built(package_dir):
     """Whether a source tree holds its compiled modules (an in-place build)."""
-    return any(os.path.exists(os.path.join(package_dir, "_solver" + suffix))
+    return any(os.path.exists(os.path.join(package_dir, "solvers", "dsg" + suffix))
                for suffix in importlib.machinery.EXTENSION_SUFFIXES)
 
 

@@ -23,7 +23,7 @@ from onlinekernel.estimators import (
     DSGQuantileRegressor, DSGRegressor, ExtremeLearningMachineClassifier,
     ExtremeLearningMachineRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
     ShrinkingGradientRegressor, WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
-from onlinekernel.modelfile import ModelFileError, load
+from onlinekernel.io.modelfile import ModelFileError, load
 
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",

@@ -26,7 +26,7 @@ gives arrays ``X``/``y`` or else ``X_train``/``y_train`` to ``train`` and
 ``X_test``/``y_test`` to ``predict`` and ``evaluate`` (``--npz-keys`` names
 others).  svmlight indices are 1-based unless ``--zero-based``; the number of
 features is ``--n-features`` or else the largest index in the file.  See
-:mod:`onlinekernel._io`.
+:mod:`onlinekernel.io.readers`.
 
 **Training** streams each chunk through ``partial_fit`` in file order
 (shuffle a file that is sorted by target), in passes over the file that stop
@@ -78,7 +78,7 @@ which is said on stderr; an existing file of that name is never replaced
   removes it.)
 
 **Models** are written with ``model.save(path)`` and read with
-:func:`onlinekernel.load` (see :mod:`onlinekernel.modelfile`).
+:func:`onlinekernel.load` (see :mod:`onlinekernel.io.modelfile`).
 
 **Errors** are one line on stderr, ``onlinekernel: error: ...`` naming the
 file and line where there is one, with exit status 2 for bad usage, input or
@@ -124,8 +124,8 @@ import warnings
 
 import numpy as np
 
-from onlinekernel._files import check_writable, replacing
-from onlinekernel._io import (
+from onlinekernel.io.files import check_writable, replacing
+from onlinekernel.io.readers import (
     InputError, convert_labels, detect_format, holdout_mask, kind_of_classes, label_kind,
     open_source)
 
@@ -1126,7 +1126,7 @@ def _demo(args, out, err):
 # parser and main
 # ---------------------------------------------------------------------- #
 def _parser():
-    from onlinekernel._schedules import SCHEDULES
+    from onlinekernel.solvers.schedules import SCHEDULES
     from onlinekernel._version import __version__
 
     # the module docstring is reST; --help shows plain text

@@ -7,8 +7,9 @@ group::
     [project.entry-points.onlinekernel]
     my_plugin = "my_package.my_plugin_module"
 
-The built-in losses and feature maps are registered in exactly this way by
-the ``onlinekernel_plugins`` package.
+The built-in losses and feature maps implement the same hooks
+(:mod:`onlinekernel.losses.hooks`, :mod:`onlinekernel.featuremaps.hooks`); the
+registry registers those two modules directly instead of through entry points.
 
 Examples
 --------
@@ -36,10 +37,10 @@ def onlinekernel_register_losses():
     created lazily).  Return a dict mapping each loss name to a factory: a
     class or callable taking the loss's parameters as keyword arguments and
     returning either a compiled loss (a subclass of
-    ``onlinekernel._loss.CyLoss``) or a pure-Python :class:`onlinekernel.Loss`
+    ``onlinekernel.losses.base.CyLoss``) or a pure-Python :class:`onlinekernel.Loss`
     -- or an operator objective, whose coefficients are a matrix over pairs
     of random features (a subclass of
-    ``onlinekernel._operator.CyOperatorObjective``, such as ``gp_variance``),
+    ``onlinekernel.losses.operator.CyOperatorObjective``, such as ``gp_variance``),
     which the estimators built for operators look up by name.
     Names must be unique across all installed plugins.
     """
@@ -53,7 +54,7 @@ def onlinekernel_register_feature_maps():
     feature-map name to a factory: a class or callable taking
     ``n_components`` and the map's kernel parameters as keyword arguments and
     returning either a compiled map (a subclass of
-    ``onlinekernel._featuremap.CyFeatureMap``) or a pure-Python
+    ``onlinekernel.featuremaps.base.CyFeatureMap``) or a pure-Python
     :class:`onlinekernel.FeatureMap`.
     Names must be unique across all installed plugins.
     """

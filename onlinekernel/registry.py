@@ -1,9 +1,10 @@
 """The plugin registry: losses and feature maps by name.
 
-The plugin manager is created on first use.  It loads every module declared
-under the ``onlinekernel`` entry-point group -- the built-ins of
-``onlinekernel_plugins`` as well as third-party plugins -- and collects what
-their hooks register.
+The plugin manager is created on first use.  It registers the built-in hook
+modules directly (:mod:`onlinekernel.losses.hooks` and
+:mod:`onlinekernel.featuremaps.hooks`, as pytest registers its default
+plugins), then loads every third-party module declared under the
+``onlinekernel`` entry-point group, and collects what their hooks register.
 
 * An unknown name raises :class:`ValueError` listing what is registered.
 * A name registered twice keeps onlinekernel's own registration (a plugin
@@ -43,6 +44,8 @@ import warnings
 import pluggy
 
 from onlinekernel import hookspecs
+from onlinekernel.featuremaps import hooks as feature_map_hooks
+from onlinekernel.losses import hooks as loss_hooks
 
 __all__ = ["available_losses", "available_feature_maps", "get_loss", "get_feature_map",
            "PluginConflictWarning", "PluginWarning", "reset", "ENTRY_POINT_GROUP",
@@ -52,6 +55,8 @@ ENTRY_POINT_GROUP = "onlinekernel"
 #: The environment variable that, set, restricts the registry to onlinekernel's own plugins.
 DISABLE_ENV = "ONLINEKERNEL_DISABLE_PLUGINS"
 _OWN_DISTRIBUTION = "onlinekernel"
+# the built-in plugins, registered without entry points
+_BUILTINS = {"builtin_losses": loss_hooks, "builtin_feature_maps": feature_map_hooks}
 
 
 class PluginWarning(UserWarning):
@@ -104,6 +109,9 @@ class _Registry:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
         self.distributions = {}
+        for name, plugin in _BUILTINS.items():
+            self.pm.register(plugin, name=name)
+            self.distributions[name] = _OWN_DISTRIBUTION
         self._load_entry_points()
         self.losses = self._collect("loss", self.pm.hook.onlinekernel_register_losses)
         self.feature_maps = self._collect("feature map",

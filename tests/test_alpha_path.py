@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from onlinekernel import DSGClassifier, DSGDensityRatio, DSGRegressor
-from onlinekernel._splits import content_split, row_hashes
+from onlinekernel.core.splits import content_split, row_hashes
 from onlinekernel.estimators._base import _ALPHA_PATH, _AUTO_ALPHA
 
 
@@ -105,7 +105,7 @@ def test_cholesky_survives_features_beyond_the_kernels_numerical_rank():
 
 
 def test_the_chosen_alpha_is_stored_in_the_model_file():
-    from onlinekernel.modelfile import dumps, loads
+    from onlinekernel.io.modelfile import dumps, loads
     X, y = _sine(400, 0.5)
     reg = DSGRegressor(n_components=128, random_state=0).fit(X, y)
     loaded = loads(dumps(reg))

@@ -61,7 +61,7 @@ def test_measure_limits_tiny():
     if native["libmvec"]:
         assert lim["cosine"]["method"] == "libmvec" and native["vector_symbols"]
     else:
-        assert lim["cosine"]["method"] in ("numpy.cos", "onlinekernel._random.cos_tile")
+        assert lim["cosine"]["method"] in ("numpy.cos", "onlinekernel.core.streams.cos_tile")
     with pytest.raises(KeyError):
         limits.pair_limit(lim, "float64", 5)
     with pytest.raises(ValueError, match="clock"):
@@ -76,7 +76,7 @@ def test_measure_limits_without_a_compiler(monkeypatch):
     lim = limits.measure_limits(dims=(4,), dtypes=("float32", "float64"), threads=(1, 2),
                                 repeats=1, target_seconds=0.002, square_n=32)
     assert lim["gemm"]["method"].startswith("numpy.matmul")
-    assert lim["cosine"]["method"] in ("numpy.cos", "onlinekernel._random.cos_tile")
+    assert lim["cosine"]["method"] in ("numpy.cos", "onlinekernel.core.streams.cos_tile")
     assert len(lim["notes"]) == 4 and all("no libmvec" in n for n in lim["notes"])
     for rec in lim["pair_limit"]:
         assert rec["pairs_per_s"] > 0 and rec["pairs_per_s_cpu"] > 0

@@ -20,7 +20,7 @@ from sklearn.metrics import r2_score
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor
-from onlinekernel._io import InputError, detect_format, holdout_mask, open_source
+from onlinekernel.io.readers import InputError, detect_format, holdout_mask, open_source
 from onlinekernel.cli import Progress, main
 
 from conftest import load_dataset, needs_data

@@ -11,8 +11,8 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from onlinekernel import DSGClassifier, DSGRegressor  # noqa: E402
-from onlinekernel._dask import DistributedProblem  # noqa: E402
-from onlinekernel._loss import as_cy_loss  # noqa: E402
+from onlinekernel.integrations.dask import DistributedProblem  # noqa: E402
+from onlinekernel.losses.base import as_cy_loss  # noqa: E402
 from onlinekernel import get_feature_map, get_loss  # noqa: E402
 from onlinekernel.solvers import solve_newton_cg  # noqa: E402
 
@@ -183,7 +183,7 @@ def test_refusals_name_the_problem(client):
 
 
 def test_without_a_client_dask_input_is_fit_in_memory():
-    from onlinekernel._dask import _get_client
+    from onlinekernel.integrations.dask import _get_client
     assert _get_client() is None
     X, _, real = _data(300)
     Xd, yd = _chunks(X, real)

@@ -15,7 +15,7 @@ from onlinekernel import DSGClassifier, DSGRegressor
 pytest.importorskip("river")
 from river import drift  # noqa: E402
 
-from onlinekernel.river import RiverClassifier, RiverRegressor  # noqa: E402
+from onlinekernel.integrations.river import RiverClassifier, RiverRegressor  # noqa: E402
 
 from benchmarks import drift as bench  # noqa: E402
 from benchmarks.drift import abrupt_stream, prequential_hits, rows_to_recover  # noqa: E402

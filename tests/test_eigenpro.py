@@ -13,7 +13,7 @@ import pytest
 
 from conftest import load_dataset, needs_data
 from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map, get_loss, load
-from onlinekernel._solver import BlockSource, block_features, gemm, predict_raw
+from onlinekernel.solvers.dsg import BlockSource, block_features, gemm, predict_raw
 from onlinekernel.solvers.eigenpro import EigenPro, max_curvature
 
 

@@ -31,7 +31,7 @@ from scipy import stats
 import onlinekernel
 from onlinekernel import (DSGClassifier, ModelFileError, cli, get_feature_map, get_loss,
                           modelfile, registry)
-from onlinekernel._featuremap import as_cy_feature_map
+from onlinekernel.featuremaps.base import as_cy_feature_map
 
 from conftest import all_entry_points
 

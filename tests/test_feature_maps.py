@@ -20,8 +20,9 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import onlinekernel
-from onlinekernel import _random, get_feature_map
-from onlinekernel._featuremap import as_cy_feature_map
+from onlinekernel import get_feature_map
+from onlinekernel.core import streams as _random
+from onlinekernel.featuremaps.base import as_cy_feature_map
 
 from conftest import all_entry_points
 
@@ -1100,7 +1101,7 @@ def test_chi_and_permutation_streams():
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 64, 1024])
 def test_fwht_is_the_hadamard_product(n):
-    from onlinekernel_plugins._structured import fwht
+    from onlinekernel.featuremaps.structured import fwht
     x = np.random.default_rng(n).normal(size=(3, n))
     np.testing.assert_allclose(fwht(x), x @ _hadamard(n), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(fwht(x.astype(np.float32)), x @ _hadamard(n), rtol=1e-5,
@@ -1110,7 +1111,7 @@ def test_fwht_is_the_hadamard_product(n):
 def test_fwht_beyond_one_cache_tile():
     # 2^14 values: the stages inside a 2048-value tile run tile by tile, the
     # wider ones across the vector; H_2n [a, b] = [H a + H b, H a - H b]
-    from onlinekernel_plugins._structured import fwht
+    from onlinekernel.featuremaps.structured import fwht
     x = np.random.default_rng(0).normal(size=(2, 2 ** 14))
     h = 2 ** 13
     a, b = fwht(x[:, :h]), fwht(x[:, h:])

@@ -7,7 +7,7 @@ import pytest
 
 import onlinekernel
 from onlinekernel import DSGClassifier
-from onlinekernel._files import replacing
+from onlinekernel.io.files import replacing
 from onlinekernel.cli import main
 
 

@@ -24,7 +24,7 @@ from sklearn.gaussian_process.kernels import RBF
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGGaussianProcessRegressor, DSGRegressor, get_loss
-from onlinekernel._operator import CyOperatorObjective, operator_features, operator_pass
+from onlinekernel.losses.operator import CyOperatorObjective, operator_features, operator_pass
 
 
 # --------------------------------------------------------------------------- #
@@ -206,7 +206,7 @@ def _features(n, M, seed=0):
 def test_gp_variance_is_a_registered_loss_plugin():
     info = onlinekernel.available_losses()["gp_variance"]
     assert info["distribution"] == "onlinekernel" and info["plugin"] == "builtin_losses"
-    assert info["factory"] == "onlinekernel_plugins._gp_variance.GPVariance"
+    assert info["factory"] == "onlinekernel.losses.gp_variance.GPVariance"
     obj = get_loss("gp_variance")
     assert isinstance(obj, CyOperatorObjective) and obj.name == "gp_variance"
     assert obj.has_exact_update

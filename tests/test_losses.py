@@ -30,7 +30,7 @@ from scipy.special import expit, logsumexp
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor, Loss, get_loss
-from onlinekernel._operator import CyOperatorObjective
+from onlinekernel.losses.operator import CyOperatorObjective
 
 from conftest import all_entry_points, loss_gradient
 
@@ -172,7 +172,7 @@ class DelegatingLoss(Loss):
 
 
 def python_version(name, params, loss):
-    if name in BUILTINS and type(loss).__module__ == "onlinekernel_plugins._losses":
+    if name in BUILTINS and type(loss).__module__ == "onlinekernel.losses.builtin":
         return NumpyLoss(name, **params)
     return DelegatingLoss(loss)
 
@@ -182,7 +182,7 @@ def test_builtins_are_registered_as_compiled_losses():
     for name in BUILTINS:
         assert name in registered
         assert registered[name]["distribution"] == "onlinekernel"
-        assert registered[name]["factory"].startswith("onlinekernel_plugins._losses.")
+        assert registered[name]["factory"].startswith("onlinekernel.losses.builtin.")
         assert ENCODING[name] == get_loss(name).target_encoding
 
 

@@ -19,8 +19,9 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import onlinekernel
-from onlinekernel import DSGClassifier, DSGRegressor, ModelFileError, modelfile, registry
-from onlinekernel.modelfile import MAGIC, ModelFileNotFoundError, dumps, loads, read_header
+from onlinekernel import DSGClassifier, DSGRegressor, ModelFileError, registry
+from onlinekernel.io import modelfile
+from onlinekernel.io.modelfile import MAGIC, ModelFileNotFoundError, dumps, loads, read_header
 
 SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0)
 SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, solver="sgd", max_iter=2, tol=None, random_state=0)
@@ -168,8 +169,8 @@ def test_kernel_params_and_hyper_parameters_are_kept(tmp_path):
 
 
 def test_loss_and_kernel_objects_are_stored_by_registered_name(tmp_path):
-    from onlinekernel_plugins._gaussian import Gaussian
-    from onlinekernel_plugins._losses import Huber
+    from onlinekernel.featuremaps.gaussian import Gaussian
+    from onlinekernel.losses.builtin import Huber
     X = _data()
     reg = DSGRegressor(loss=Huber(delta=0.25), kernel=Gaussian(n_components=16, gamma=0.7),
                        **{k: v for k, v in SMALL.items() if k != "block_size"})

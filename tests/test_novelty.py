@@ -19,7 +19,7 @@ from sklearn.svm import OneClassSVM
 
 from conftest import load_dataset, needs_data
 from onlinekernel import DSGOneClassSVM, get_loss, load
-from onlinekernel._schedules import step_sizes
+from onlinekernel.solvers.schedules import step_sizes
 
 SMALL = dict(block_size=16, max_blocks=4, batch_size=8, gamma=0.5)
 

@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map
-from onlinekernel.modelfile import ModelFileError, dumps, loads, read_header
+from onlinekernel.io.modelfile import ModelFileError, dumps, loads, read_header
 
 SMALL = dict(kernel="nystrom", n_components=64, block_size=32, random_state=0)
 
@@ -127,7 +127,7 @@ def test_random_feature_models_stay_format_version_2(tmp_path):
 
 
 def _edited(data, edit):
-    from onlinekernel import modelfile
+    from onlinekernel.io import modelfile
     hlen = int.from_bytes(data[12:16], "little")
     header = json.loads(data[24:24 + hlen])
     edit(header)

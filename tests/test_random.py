@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from onlinekernel import _random as R
+from onlinekernel.core import streams as R
 
 SEED, BLOCK, STREAM = 12345, 7, 2
 

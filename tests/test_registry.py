@@ -42,7 +42,7 @@ import numpy as np
 
 from onlinekernel import Loss
 from onlinekernel.hookspecs import hookimpl
-from onlinekernel_plugins._gaussian import Gaussian
+from onlinekernel.featuremaps.gaussian import Gaussian
 
 
 class PseudoHuber(Loss):
@@ -160,7 +160,8 @@ def _plugin_module():
 
 
 def _builtin_names():
-    from onlinekernel_plugins import feature_maps, losses
+    from onlinekernel.featuremaps import hooks as feature_maps
+    from onlinekernel.losses import hooks as losses
     return (set(losses.onlinekernel_register_losses()),
             set(feature_maps.onlinekernel_register_feature_maps()))
 
@@ -197,17 +198,17 @@ def test_builtins_are_registered_through_the_entry_point_group():
     eps = importlib.metadata.distribution("onlinekernel").entry_points.select(
         group=registry.ENTRY_POINT_GROUP)
     targets = {ep.name: ep.value for ep in eps}
-    assert set(targets.values()) == {"onlinekernel_plugins.losses",
-                                     "onlinekernel_plugins.feature_maps"}
+    assert set(targets.values()) == {"onlinekernel.losses.hooks",
+                                     "onlinekernel.featuremaps.hooks"}
     losses, maps = _assert_builtins_listed()
     loss_names, map_names = _builtin_names()
     assert REQUIRED_LOSSES <= loss_names
     assert REQUIRED_MAPS <= map_names
     for name in loss_names:
         assert losses[name]["plugin"] in targets
-        assert targets[losses[name]["plugin"]] == "onlinekernel_plugins.losses"
+        assert targets[losses[name]["plugin"]] == "onlinekernel.losses.hooks"
     for name in map_names:
-        assert targets[maps[name]["plugin"]] == "onlinekernel_plugins.feature_maps"
+        assert targets[maps[name]["plugin"]] == "onlinekernel.featuremaps.hooks"
     # the listing gives parameters with their defaults
     assert losses["huber"]["parameters"] == {"delta": None}
     assert losses["quantile"]["parameters"] == {"quantile": 0.5}
@@ -308,7 +309,7 @@ def test_external_plugin_is_listed_with_its_distribution(external_plugin):
 
 
 def test_external_feature_maps_build_by_name(external_plugin):
-    from onlinekernel_plugins._gaussian import Gaussian
+    from onlinekernel.featuremaps.gaussian import Gaussian
     fmap = onlinekernel.get_feature_map("ok_length_scale_rbf", n_components=64,
                                         length_scale=2.0).bind(3)
     assert isinstance(fmap, Gaussian) and fmap.gamma == pytest.approx(0.125)
@@ -381,7 +382,7 @@ def test_external_plugin_is_forgotten_after_reset_and_removal(external_plugin, m
 # ---------------------------------------------------------------------- #
 _SHARED_LOSS_PLUGIN = '''
 from onlinekernel.hookspecs import hookimpl
-from onlinekernel_plugins._losses import Squared
+from onlinekernel.losses.builtin import Squared
 
 @hookimpl
 def onlinekernel_register_losses():
@@ -414,7 +415,7 @@ def test_distinct_plugins_sharing_an_entry_point_name_are_both_loaded(site):
                             ("ok-same-ep-b", "ok_same_ep_b", "ok_loss_b")]:
         site.install(dist, {mod: f'''
             from onlinekernel.hookspecs import hookimpl
-            from onlinekernel_plugins._losses import Squared
+            from onlinekernel.losses.builtin import Squared
 
             @hookimpl
             def onlinekernel_register_losses():
@@ -427,8 +428,8 @@ def test_distinct_plugins_sharing_an_entry_point_name_are_both_loaded(site):
 
 
 @pytest.mark.parametrize("hook, name, builtin_plugin", [
-    ("onlinekernel_register_losses", "hinge", "onlinekernel_plugins.losses"),
-    ("onlinekernel_register_feature_maps", "gaussian", "onlinekernel_plugins.feature_maps"),
+    ("onlinekernel_register_losses", "hinge", "onlinekernel.losses.hooks"),
+    ("onlinekernel_register_feature_maps", "gaussian", "onlinekernel.featuremaps.hooks"),
 ])
 def test_a_plugin_claiming_a_builtin_name_cannot_replace_it(site, hook, name, builtin_plugin,
                                                             tmp_path):
@@ -473,7 +474,7 @@ def test_a_broken_hook_is_skipped_with_a_warning_naming_its_plugin(site, case):
     body, message = _BROKEN_HOOKS[case]
     site.install("ok-broken-hook", {"ok_broken_hook": f'''
         from onlinekernel.hookspecs import hookimpl
-        from onlinekernel_plugins._losses import Squared
+        from onlinekernel.losses.builtin import Squared
 
         @hookimpl
         def onlinekernel_register_losses():
@@ -554,7 +555,7 @@ import numpy as np
 
 from onlinekernel import Loss
 from onlinekernel.hookspecs import hookimpl
-from onlinekernel_plugins._gaussian import Gaussian
+from onlinekernel.featuremaps.gaussian import Gaussian
 
 
 class CauchyLoss(Loss):
@@ -858,7 +859,8 @@ def test_hookspecs_are_documented_and_prefixed():
 
 def test_builtin_hookimpls_match_the_hookspecs():
     import pluggy
-    from onlinekernel_plugins import feature_maps, losses
+    from onlinekernel.featuremaps import hooks as feature_maps
+    from onlinekernel.losses import hooks as losses
     pm = pluggy.PluginManager("onlinekernel")
     pm.add_hookspecs(hookspecs)
     pm.register(losses)

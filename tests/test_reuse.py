@@ -1,7 +1,7 @@
 """Budgeted DSG: reuse modes (UDSG, CDSG, none, all), preconditioning,
 Pegasos projection and averaging, against plain-numpy references.
 
-The reference below is written from the rules of ``onlinekernel._reuse``
+The reference below is written from the rules of ``onlinekernel.solvers.reuse``
 (its module docstring), not from the solver's code: it takes the random
 features from the model (``feature_map_.transform_block``) and does the
 rest -- predictions, hinge gradients, shrinking, the block rules, the
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from onlinekernel import DSGClassifier, DSGRegressor, FeatureMap, load
-from onlinekernel._reuse import precondition, safe_step_size, uniform_picks
+from onlinekernel.solvers.reuse import precondition, safe_step_size, uniform_picks
 
 F, B = 16, 8
 

@@ -1,4 +1,4 @@
-"""The River adapters (onlinekernel.river) and the checkpointing stream example."""
+"""The River adapters (onlinekernel.integrations.river) and the checkpointing stream example."""
 import copy
 import importlib.util
 import math
@@ -16,7 +16,7 @@ from river import checks, compose, evaluate, linear_model, metrics, preprocessin
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor
-from onlinekernel.river import RiverClassifier, RiverRegressor, _with_new_class
+from onlinekernel.integrations.river import RiverClassifier, RiverRegressor, _with_new_class
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "streaming_checkpoint.py"
 
@@ -57,13 +57,13 @@ def test_import_onlinekernel_does_not_need_river(tmp_path):
         import sys
         sys.modules["river"] = None  # as if River were not installed
         import onlinekernel
-        assert "onlinekernel.river" not in sys.modules
+        assert "onlinekernel.integrations.river" not in sys.modules
         try:
-            import onlinekernel.river
+            import onlinekernel.integrations.river
         except ImportError as exc:
             assert "pip install river" in str(exc), exc
         else:
-            raise AssertionError("onlinekernel.river imported without River")
+            raise AssertionError("onlinekernel.integrations.river imported without River")
     """)
     # cwd outside the repository: ``-c`` puts the cwd first on sys.path, and the
     # source tree (no compiled modules) must not shadow the installed package
@@ -537,7 +537,7 @@ def test_checkpoint_example_skips_a_damaged_checkpoint(tmp_path):
 
 
 def test_a_nan_label_is_refused_not_made_a_class():
-    from onlinekernel.river import RiverClassifier
+    from onlinekernel.integrations.river import RiverClassifier
     model = RiverClassifier(seed=0)
     model.learn_one({"a": 1.0}, "x")
     for nan in (float("nan"), np.nan):

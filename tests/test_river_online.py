@@ -12,7 +12,7 @@ from conftest import learn_then_pickle
 
 pytest.importorskip("river")
 
-from onlinekernel.river import RiverClassifier, RiverRegressor  # noqa: E402
+from onlinekernel.integrations.river import RiverClassifier, RiverRegressor  # noqa: E402
 
 
 def _rows(n, d=4, scale=1.0, seed=0):

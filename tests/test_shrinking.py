@@ -11,8 +11,8 @@ from sklearn.utils.estimator_checks import _regression_dataset
 
 import onlinekernel
 from onlinekernel import FeatureMap, ShrinkingGradientRegressor, get_feature_map
-from onlinekernel._featuremap import as_cy_feature_map
-from onlinekernel._shrinking import est_scalar_prod, sg_rounds
+from onlinekernel.featuremaps.base import as_cy_feature_map
+from onlinekernel.solvers.shrinking import est_scalar_prod, sg_rounds
 from onlinekernel.estimators._shrinking import estimate_map
 
 

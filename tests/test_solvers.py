@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
                           DSGOneClassSVM, DSGRegressor, FeatureMap, get_loss)
-from onlinekernel._featuremap import as_cy_feature_map
+from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
@@ -453,7 +453,7 @@ def test_step_from_the_declared_or_estimated_curvature_bound():
         def gradient(self, y, raw):
             return -y / (1.0 + np.exp(y * raw))
 
-    from onlinekernel._loss import as_cy_loss
+    from onlinekernel.losses.base import as_cy_loss
     p2 = Problem(p.features, as_cy_loss(Logistic()), p.Y, np.ones(300), 1e-3, True, 1)
     assert smoothness_bound(p2) == pytest.approx(expected, rel=1e-6)
     assert solve_svrg(p2, tol=1e-6).objective == pytest.approx(

@@ -1,7 +1,7 @@
 """Threads: predictions during training see whole models, training calls are
 serialised, and the compiled loops release the GIL.
 
-The guarantees are documented in ``onlinekernel/river.py`` and
+The guarantees are documented in ``onlinekernel/integrations/river.py`` and
 ``docs/streaming.rst``.
 """
 import math
@@ -255,7 +255,7 @@ def test_partial_fit_releases_the_gil(big_model):
 # the River adapter
 # ---------------------------------------------------------------------- #
 def test_river_adapter_predicts_while_learning_new_labels():
-    from onlinekernel.river import RiverClassifier
+    from onlinekernel.integrations.river import RiverClassifier
 
     rng = random.Random(0)
     labels = ["a", "b", "c", "d", "e"]

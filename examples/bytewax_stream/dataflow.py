@@ -14,7 +14,7 @@ together to its recovery database:
 * the source: the index of the next row to read (as a message-queue offset
   would be);
 * the learner: the model as the bytes of a model file
-  (:func:`onlinekernel.modelfile.dumps`, which :func:`~onlinekernel.modelfile.loads`
+  (:func:`onlinekernel.io.modelfile.dumps`, which :func:`~onlinekernel.io.modelfile.loads`
   turns back into the same model, bit for bit), the rows scored but not
   yet learned (the partly filled mini-batch), and a ledger of the rows
   learned;
@@ -68,7 +68,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         f"(or pip install bytewax)") from None
 
 import onlinekernel
-from onlinekernel.modelfile import dumps, loads
+from onlinekernel.io.modelfile import dumps, loads
 
 N_FEATURES = 4
 CLASSES = [0, 1]            # partial_fit needs every class at the first call

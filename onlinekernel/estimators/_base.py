@@ -5,7 +5,7 @@ coefficient matrix ``_coef`` (one row per random feature, one column per
 output) with its global ``_scale``, the intercept, the running averages of
 both when ``average`` is on, and the step counters.  A training call
 resolves its parameters once into a :class:`TrainConfig`; the compiled
-steps update a :class:`~onlinekernel._solver.ModelState` made from (and
+steps update a :class:`~onlinekernel.solvers.dsg.ModelState` made from (and
 written back to) these attributes by ``model_state`` and
 ``publish_model_state``.  Every update is transactional: inputs are
 validated first and training runs on a copy of the state that replaces the
@@ -32,26 +32,27 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from onlinekernel import _dask, registry
-from onlinekernel._featuremap import CyFeatureMap, as_cy_feature_map
-from onlinekernel._loss import CyLoss, as_cy_loss
-from onlinekernel._progress import Progress, check_verbose
-from onlinekernel._random import words
-from onlinekernel._reuse import MODES as _REUSE_MODES, Reuse
-from onlinekernel._schedules import SCHEDULES, step_sizes
-from onlinekernel._splits import content_split
+from onlinekernel import registry
+from onlinekernel.integrations import dask as _dask
+from onlinekernel.featuremaps.base import CyFeatureMap, as_cy_feature_map
+from onlinekernel.losses.base import CyLoss, as_cy_loss
+from onlinekernel.core.progress import Progress, check_verbose
+from onlinekernel.core.streams import words
+from onlinekernel.solvers.reuse import MODES as _REUSE_MODES, Reuse
+from onlinekernel.solvers.schedules import SCHEDULES, step_sizes
+from onlinekernel.core.splits import content_split
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._constraints import Bool, Int, Options, Real
 from onlinekernel.estimators._constraints import check_int as _check_int
 from onlinekernel.estimators._constraints import check_real as _check_real
-from onlinekernel._solver import BlockSource, ModelState, StepPlan, block_features, \
+from onlinekernel.solvers.dsg import BlockSource, ModelState, StepPlan, block_features, \
     predict_raw, train_steps
 from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
     BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
     solver_memory)
-from onlinekernel.solvers._features import as_rows
+from onlinekernel.solvers.features import as_rows
 from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
 
 # Blocks of the seed's stream space reserved for shuffling (far above any
@@ -458,7 +459,7 @@ def dask_rows(method):
     """Let a prediction method take a dask collection: mapped over its row partitions.
 
     The result is a dask array with the collection's row chunks (see
-    :mod:`onlinekernel._dask`); other inputs go to ``method`` as they are.
+    :mod:`onlinekernel.integrations.dask`); other inputs go to ``method`` as they are.
     """
     @functools.wraps(method)
     def wrapper(self, X):
@@ -1312,7 +1313,7 @@ class BaseDSG(BaseEstimator):
         """``alpha="auto"``: the penalty of least error on held-out rows.
 
         The batch ``solver`` runs on the rows outside a seeded split by
-        content (:func:`onlinekernel._splits.content_split`, about
+        content (:func:`onlinekernel.core.splits.content_split`, about
         ``validation_fraction`` held out, equal rows on one side) for the
         penalties of ``_ALPHA_PATH``, strongest first, each solve starting
         from the last one's solution; the path stops
@@ -1392,7 +1393,7 @@ class BaseDSG(BaseEstimator):
         """Run the batch ``solver`` on ``problem`` (of ``n_rows`` rows) into ``state``.
 
         The problem is :meth:`_fit_batch`'s on in-memory rows, or a
-        distributed fit's (:class:`onlinekernel._dask.DistributedProblem`).
+        distributed fit's (:class:`onlinekernel.integrations.dask.DistributedProblem`).
         """
         M, K = problem.M, problem.K
         nb = M // state["feature_map_"].n_components
@@ -1764,12 +1765,12 @@ class BaseDSG(BaseEstimator):
         The file holds the hyper-parameters, the loss and feature map by
         their registered names, the seed and the learned arrays, with a
         checksum; :func:`onlinekernel.load` rebuilds the model without
-        running any code from the file (see :mod:`onlinekernel.modelfile`
+        running any code from the file (see :mod:`onlinekernel.io.modelfile`
         for the format).  Writing is atomic: ``path`` never holds a partial
         model.
 
         ``path`` and the errors raised are those of
-        :func:`onlinekernel.modelfile.save`.
+        :func:`onlinekernel.io.modelfile.save`.
 
         Examples
         --------
@@ -1784,7 +1785,7 @@ class BaseDSG(BaseEstimator):
         >>> bool((loaded.predict(X) == reg.predict(X)).all())
         True
         """
-        from onlinekernel import modelfile  # here: modelfile imports this module
+        from onlinekernel.io import modelfile  # here: modelfile imports this module
         modelfile.save(self, path)
 
     def __getstate__(self):

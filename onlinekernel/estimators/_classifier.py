@@ -7,7 +7,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from onlinekernel import _dask
+from onlinekernel.integrations import dask as _dask
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, dask_rows, transactional
 
@@ -237,7 +237,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
           model's seed and step count (reproducible), by the full DSG step
           ``-step / (B F) Phi_j^T G``;
         - ``"check"`` (CDSG) computes for every block the largest safe step
-          of the paper's eq. 9 (see :mod:`onlinekernel._reuse` for its
+          of the paper's eq. 9 (see :mod:`onlinekernel.solvers.reuse` for its
           mini-batch, block form) and moves the best block by it when it is
           at least the DSG step; otherwise the step adds a new block.  At
           the full budget it always moves the best block, by its safe step

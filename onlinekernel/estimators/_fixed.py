@@ -19,7 +19,7 @@ from sklearn.base import RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from onlinekernel._random import words
+from onlinekernel.core.streams import words
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import (
     _SPLIT_BLOCK, _STATE, BaseDSG, Stopping, _check_cache, check_sample_weight, model_outputs,

@@ -13,9 +13,9 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel import registry
-from onlinekernel._operator import CyOperatorObjective, operator_pass, operator_readout
-from onlinekernel._schedules import step_sizes
-from onlinekernel._solver import predict_raw
+from onlinekernel.losses.operator import CyOperatorObjective, operator_pass, operator_readout
+from onlinekernel.solvers.schedules import step_sizes
+from onlinekernel.solvers.dsg import predict_raw
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, _weighted_sum, check_sample_weight, \
     real_targets, transactional
@@ -66,7 +66,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
       covariance operator of the data, the minimiser of the strongly convex
       objective :math:`\frac12 E\|k_x - A k_x\|^2 + \frac{\nu}{2}\|A\|^2_{HS}`:
       the ``gp_variance`` operator objective (see
-      :mod:`onlinekernel_plugins._gp_variance` for the derivation).  Its
+      :mod:`onlinekernel.losses.gp_variance` for the derivation).  Its
       iterate lives in the span of pairs of the first ``variance_blocks``
       blocks of random features, :math:`A = \sum_{ij} A_{ij} z_i\otimes z_j`
       with :math:`z = \phi_\omega/\sqrt M`: an ``M x M`` matrix,

@@ -6,7 +6,7 @@ the kernel trick*: online gradient descent in the span of the seen points,
 ``<f, Phi(x_t)>`` is never computed from a kernel but estimated from ``m``
 sampled (point, random feature) pairs, and a shrinking step keeps the
 coefficients, hence the variance of the estimate, bounded.  The compiled
-rounds are in :mod:`onlinekernel._shrinking`.
+rounds are in :mod:`onlinekernel.solvers.shrinking`.
 """
 import math
 
@@ -16,9 +16,9 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from onlinekernel._featuremap import PyFeatureMapAdapter, as_cy_feature_map
-from onlinekernel._shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
-from onlinekernel._solver import BlockSource
+from onlinekernel.featuremaps.base import PyFeatureMapAdapter, as_cy_feature_map
+from onlinekernel.solvers.shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
+from onlinekernel.solvers.dsg import BlockSource
 from onlinekernel.estimators import _docs
 from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
 from onlinekernel.estimators._constraints import Bool, Int, Real

@@ -1,7 +1,7 @@
 """Solvers: what turns a loss, a feature map and data into coefficients.
 
 * The stochastic solver (doubly stochastic gradients, ``solver="sgd"``) is
-  the compiled loop of :mod:`onlinekernel._solver`: one bounded-cost step per
+  the compiled loop of :mod:`onlinekernel.solvers.dsg`: one bounded-cost step per
   mini-batch, for ``partial_fit`` and for ``fit`` when no batch solver
   applies.
 * The batch solvers here minimise the same regularised risk on a fixed set
@@ -43,8 +43,8 @@ relative gradient norm or duality gap), which is how an estimator's
 """
 import numpy as np
 
-from onlinekernel.solvers._features import FeatureOperator
-from onlinekernel.solvers._problem import Problem, Solution
+from onlinekernel.solvers.features import FeatureOperator
+from onlinekernel.solvers.problem import Problem, Solution
 from onlinekernel.solvers.dual_cd import solve_dual_cd
 from onlinekernel.solvers.newton import (
     _preconditioning_pays, solve_cholesky, solve_lbfgs, solve_newton_cg)

@@ -8,7 +8,7 @@ bounded dual variable (the loss's ``dual_form``)::
 (hinge: ``r = 1, s = y, [0, 1], eps = 0``; pinball at level ``tau``:
 ``r = y, s = 1, [tau - 1, tau], eps = 0``; epsilon-insensitive:
 ``r = y, s = 1, [-1, 1], eps = epsilon``).  For one output the
-:class:`~onlinekernel.solvers._problem.Problem` objective
+:class:`~onlinekernel.solvers.problem.Problem` objective
 ``J(C, b) = sum_i w_i loss(y_i, Phi_i C + b) + lam/2 ||C||^2`` then has the
 dual (maximised over the box)::
 
@@ -55,7 +55,7 @@ its own objective, hence the total too.
 import numpy as np
 from scipy import linalg
 
-from onlinekernel.solvers._problem import Solution
+from onlinekernel.solvers.problem import Solution
 from onlinekernel.solvers._dual_cd import cd_epoch
 
 __all__ = ["solve_dual_cd"]

@@ -21,15 +21,15 @@ batch's features.
 
 The eigenpairs come from the ``s x s`` Gram matrix of the features of ``s``
 rows (LAPACK's ``eigh``); everything per step is computed by the compiled
-loops' products (:func:`onlinekernel._solver.gemm`), in one fixed order.
+loops' products (:func:`onlinekernel.solvers.dsg.gemm`), in one fixed order.
 """
 import dataclasses
 
 import numpy as np
 import scipy.linalg
 
-from onlinekernel._solver import block_features, gemm
-from onlinekernel.solvers._features import as_rows
+from onlinekernel.solvers.dsg import block_features, gemm
+from onlinekernel.solvers.features import as_rows
 
 __all__ = ["EigenPro", "Iterate", "max_curvature"]
 

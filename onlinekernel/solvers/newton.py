@@ -1,6 +1,6 @@
 """Second-order batch solvers: Cholesky for quadratic losses, Newton-CG for smooth ones.
 
-Both minimise :class:`~onlinekernel.solvers._problem.Problem`'s objective and
+Both minimise :class:`~onlinekernel.solvers.problem.Problem`'s objective and
 stop on the relative gradient norm ``|grad J| <= tol * |grad J(start)|``.
 
 * :func:`solve_cholesky` is for losses of ``curvature = "constant"`` (the
@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from onlinekernel.solvers._problem import Problem, Solution
+from onlinekernel.solvers.problem import Problem, Solution
 
 __all__ = ["solve_cholesky", "solve_newton_cg"]
 

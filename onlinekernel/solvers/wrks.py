@@ -17,7 +17,7 @@ intercept is free.
 """
 import numpy as np
 
-from onlinekernel.solvers._problem import Problem, Solution
+from onlinekernel.solvers.problem import Problem, Solution
 
 __all__ = ["solve_wrks", "project", "CONSTRAINTS"]
 

@@ -7,8 +7,9 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 # Where the installed onlinekernel is: Cython reads its .pxd declarations
-# from the directory above the package, and the C compiler needs the package
-# directory itself (the random streams are inline C in src/okcore.h).
+# from the directory above the package, and the C compiler needs the
+# directory of its core (the random streams are inline C in
+# onlinekernel/core/src/okcore.h).
 package_dir = os.path.dirname(onlinekernel.__file__)
 # No fused multiply-add contraction: the block parameters stay bit for bit
 # the same on every machine, like onlinekernel's own.
@@ -16,6 +17,6 @@ flags = ["/O2", "/fp:precise"] if sys.platform == "win32" else ["-O3", "-ffp-con
 
 setup(ext_modules=cythonize(
     [Extension("okguide_cython._plugin", ["okguide_cython/_plugin.pyx"],
-               include_dirs=[package_dir], extra_compile_args=flags)],
+               include_dirs=[os.path.join(package_dir, "core")], extra_compile_args=flags)],
     include_path=[os.path.dirname(package_dir)],
     compiler_directives={"language_level": 3}))

@@ -10,9 +10,9 @@ from libc.stdint cimport uint64_t
 
 import numpy as np
 
-from onlinekernel._featuremap cimport CyFeatureMap
-from onlinekernel._loss cimport CyScalarLoss
-from onlinekernel._random cimport ok_cos_tile, ok_fill_normal, ok_fill_uniform
+from onlinekernel.featuremaps.base cimport CyFeatureMap
+from onlinekernel.losses.base cimport CyScalarLoss
+from onlinekernel.core.streams cimport ok_cos_tile, ok_fill_normal, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 cdef double SQRT2 = 1.4142135623730951

@@ -1,0 +1,157 @@
+"""The regularised empirical risk every batch solver minimises.
+
+For coefficients ``C`` (``M x K``) and intercepts ``b`` (``K``)::
+
+    J(C, b) = sum_i w_i loss(y_i, Phi_i C + b) + (alpha * M / 2) * ||C||^2
+
+with row weights ``w`` summing to one.  ``alpha * M * ||C||^2`` is the RKHS
+norm of ``f = sum_k C_k phi_k`` under the random-feature kernel
+``(1/M) sum_k phi_k(x) phi_k(x')``, so ``alpha`` means what it means to the
+stochastic solver: both minimise the same objective.  The intercept is not
+penalised.  A solver sees the loss only through the loss protocol
+(``loss``, ``gradient``, ``hessian_product``) and the features only through
+:class:`~onlinekernel.solvers.features.FeatureOperator`.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Problem", "Solution"]
+
+
+@dataclass
+class Solution:
+    """What a batch solver returns."""
+    coef: np.ndarray          # (M, K)
+    intercept: np.ndarray     # (K,)
+    n_iter: int               # outer iterations (Newton steps, L-BFGS steps, CD epochs)
+    converged: bool           # the stopping rule was met before max_iter
+    objective: float          # J at the solution
+    gradient_norm: float      # relative: |grad J| / |grad J at the start| (or the gap)
+
+
+class Problem:
+    """One regularised risk on fixed random features (see the module docstring).
+
+    Parameters
+    ----------
+    features : FeatureOperator
+    loss : CyLoss or Loss
+        Any loss of the protocol (``loss``, ``gradient``; ``hessian_product``
+        for second-order solvers).
+    Y : ndarray of shape (n, m)
+        Encoded targets, as the loss takes them.
+    sample_weight : ndarray of shape (n,)
+        Non-negative row weights (normalised here to sum to one).
+    alpha : float
+        Penalty strength, as the estimators' ``alpha``.
+    fit_intercept : bool
+    n_outputs : int
+        ``K``, the number of raw outputs.
+    """
+
+    def __init__(self, features, loss, Y, sample_weight, alpha, fit_intercept, n_outputs):
+        self.features = features
+        self.loss = loss
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        w = np.asarray(sample_weight, dtype=np.float64)
+        self.w = w / w.sum()
+        self.M = features.shape[1]
+        self.K = int(n_outputs)
+        self.lam = float(alpha) * self.M
+        self.fit_intercept = bool(fit_intercept)
+
+    #: Whether :meth:`normal_equations` keeps its result for the next call
+    #: (a regularisation path solves the same rows for several ``lam``).
+    keep_normal_equations = False
+    # what is kept (class defaults: a subclass may build its instances alone)
+    _normal = _row_gram = None
+
+    def raw(self, C, b):
+        """Raw outputs ``Phi C + b``, shape ``(n, K)``."""
+        return self.features.matvec(C) + b
+
+    def value(self, C, U):
+        """``J`` from the coefficients and their raw outputs ``U``."""
+        return float(self.w @ self.loss.loss(self.Y, U)) + 0.5 * self.lam * float(
+            np.einsum("ij,ij->", C, C))
+
+    def gradient(self, C, U):
+        """``(dJ/dC, dJ/db)`` at raw outputs ``U``."""
+        G = self.loss.gradient(self.Y, U) * self.w[:, None]
+        gC = self.features.rmatvec(G) + self.lam * C
+        gb = G.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        return gC, gb
+
+    def hessian_product(self, U, VC, vb, outputs=False):
+        """The Hessian of ``J`` at raw outputs ``U`` times the direction ``(VC, vb)``.
+
+        With ``outputs=True`` also the direction's raw outputs ``Phi VC + vb``
+        (computed on the way), so that a solver combining directions gets
+        their outputs without another pass over the features.
+        """
+        V = self.features.matvec(VC) + (vb if self.fit_intercept else 0.0)
+        HV = self.loss.hessian_product(self.Y, U, V) * self.w[:, None]
+        hC = self.features.rmatvec(HV) + self.lam * VC
+        hb = HV.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        return (hC, hb, V) if outputs else (hC, hb)
+
+    #: Whether a solver may draw rows and read their features
+    #: (:meth:`FeatureOperator.rows`): the sampled preconditioner of
+    #: ``newton-cg`` does.  A distributed problem, whose rows stay on the
+    #: workers, does not allow it.
+    samples_rows = True
+
+    def curvature_weights(self):
+        """``(d, G0)`` of a quadratic loss: the rows' curvatures and the gradient at zero outputs.
+
+        ``d`` (shape ``(n,)``) is ``w`` times the loss's second derivative,
+        the same for every output (else ``ValueError``); ``G0`` (``n x K``)
+        is ``w`` times the loss's gradient at ``U = 0`` (``-d t`` for targets
+        ``t``).
+        """
+        U0 = np.zeros((self.features.shape[0], self.K))
+        D = self.loss.hessian_product(self.Y, U0, np.ones_like(U0)) * self.w[:, None]
+        if not np.allclose(D, D[:, :1]):
+            raise ValueError(f"{getattr(self.loss, 'name', None) or type(self.loss).__name__}: "
+                             f"the outputs have different curvatures; solver 'cholesky' "
+                             f"needs one Hessian for all outputs")
+        return D[:, 0], self.loss.gradient(self.Y, U0) * self.w[:, None]
+
+    def normal_equations(self):
+        """What the normal equations of a quadratic loss need, in one pass over the features.
+
+        Returns ``(A, s, h, gC, gb)``: ``A = Phi^T diag(d) Phi`` (``M x M``),
+        ``s = Phi^T d``, ``h = sum(d)`` (0 without an intercept) and the
+        gradient ``(gC, gb)`` at zero coefficients, for the curvatures ``d``
+        of :meth:`curvature_weights`.  All are sums over rows, so a
+        distributed problem adds up its partitions' terms.
+        """
+        if self._normal is not None:
+            A, s, h, gC, gb = self._normal
+            return A.copy(), s, h, gC, gb  # the solver overwrites A
+        d, G0 = self.curvature_weights()
+        gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        gC = self.features.rmatvec(G0)
+        A, s = self.features.gram(d)
+        h = float(d.sum()) if self.fit_intercept else 0.0
+        if self.keep_normal_equations:
+            self._normal = (A.copy(), s, h, gC, gb)
+        return A, s, h, gC, gb
+
+    def row_gram(self):
+        """``Phi Phi^T`` (``n x n``, float64) of the cached features, for fewer rows than features.
+
+        Kept for the next call like :meth:`normal_equations`.
+        """
+        if self._row_gram is not None:
+            return self._row_gram.copy()
+        Phi = np.asarray(self.features.dense(), dtype=np.float64)  # float32 rounding of
+        K = Phi @ Phi.T  # the products would leave K indefinite at small penalties
+        if self.keep_normal_equations:
+            self._row_gram = K.copy()
+        return K
+
+    @staticmethod
+    def norm(gC, gb):
+        return float(np.sqrt(np.einsum("ij,ij->", gC, gC) + gb @ gb))

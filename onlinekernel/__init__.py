@@ -14,10 +14,15 @@ Examples
 4096
 """
 from onlinekernel._version import __version__
-from onlinekernel.featuremaps import FeatureMap
-from onlinekernel.losses import Loss
+from onlinekernel import registry
+from onlinekernel.featuremaps import FeatureMap, hooks as _feature_map_hooks
+from onlinekernel.losses import Loss, hooks as _loss_hooks
 from onlinekernel.registry import (
     available_feature_maps, available_losses, get_feature_map, get_loss)
+
+# the built-in losses and maps, registered directly (third parties: entry points)
+registry._register_builtin("builtin_losses", _loss_hooks)
+registry._register_builtin("builtin_feature_maps", _feature_map_hooks)
 from onlinekernel.estimators import (
     DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor, DSGOneClassSVM,
     DSGQuantileRegressor, DSGRegressor, ExtremeLearningMachineClassifier,

@@ -1,10 +1,13 @@
 """The plugin registry: losses and feature maps by name.
 
-The plugin manager is created on first use.  It registers the built-in hook
-modules directly (:mod:`onlinekernel.losses.hooks` and
-:mod:`onlinekernel.featuremaps.hooks`, as pytest registers its default
-plugins), then loads every third-party module declared under the
-``onlinekernel`` entry-point group, and collects what their hooks register.
+The plugin manager is created on first use.  It registers onlinekernel's
+own hook modules directly (:mod:`onlinekernel.losses.hooks` and
+:mod:`onlinekernel.featuremaps.hooks`, handed over by the package's
+``__init__`` as pytest registers its default plugins), then loads every
+third-party module declared under the ``onlinekernel`` entry-point group,
+and collects what their hooks register.  The registry itself knows no
+particular loss or map, so a map built on another kernel (Nystrom) can look
+its base kernel up here.
 
 * An unknown name raises :class:`ValueError` listing what is registered.
 * A name registered twice keeps onlinekernel's own registration (a plugin
@@ -44,8 +47,6 @@ import warnings
 import pluggy
 
 from onlinekernel import hookspecs
-from onlinekernel.featuremaps import hooks as feature_map_hooks
-from onlinekernel.losses import hooks as loss_hooks
 
 __all__ = ["available_losses", "available_feature_maps", "get_loss", "get_feature_map",
            "PluginConflictWarning", "PluginWarning", "reset", "ENTRY_POINT_GROUP",
@@ -55,8 +56,8 @@ ENTRY_POINT_GROUP = "onlinekernel"
 #: The environment variable that, set, restricts the registry to onlinekernel's own plugins.
 DISABLE_ENV = "ONLINEKERNEL_DISABLE_PLUGINS"
 _OWN_DISTRIBUTION = "onlinekernel"
-# the built-in plugins, registered without entry points
-_BUILTINS = {"builtin_losses": loss_hooks, "builtin_feature_maps": feature_map_hooks}
+# onlinekernel's own hook modules, registered without entry points (see _register_builtin)
+_BUILTINS = {}
 
 
 class PluginWarning(UserWarning):
@@ -208,6 +209,14 @@ def _get():
             if _registry is None:
                 _registry = _Registry()
     return _registry
+
+
+def _register_builtin(name, plugin):
+    """Register one of onlinekernel's own hook modules (the package's ``__init__`` does)."""
+    with _lock:
+        _BUILTINS[name] = plugin
+        global _registry
+        _registry = None
 
 
 def reset():

@@ -30,7 +30,8 @@ from scipy import stats
 
 import onlinekernel
 from onlinekernel import (DSGClassifier, ModelFileError, cli, get_feature_map, get_loss,
-                          modelfile, registry)
+                          registry)
+from onlinekernel.io import modelfile
 from onlinekernel.featuremaps.base import as_cy_feature_map
 
 from conftest import all_entry_points

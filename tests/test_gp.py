@@ -24,7 +24,8 @@ from sklearn.gaussian_process.kernels import RBF
 
 import onlinekernel
 from onlinekernel import DSGClassifier, DSGGaussianProcessRegressor, DSGRegressor, get_loss
-from onlinekernel.losses.operator import CyOperatorObjective, operator_features, operator_pass
+from onlinekernel.losses.operator import CyOperatorObjective
+from onlinekernel.solvers.operator import operator_features, operator_pass
 
 
 # --------------------------------------------------------------------------- #

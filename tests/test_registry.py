@@ -194,12 +194,19 @@ def _circle_data(n=600, seed=0):
 # ---------------------------------------------------------------------- #
 # 1. built-ins
 # ---------------------------------------------------------------------- #
-def test_builtins_are_registered_through_the_entry_point_group():
+def test_builtins_are_registered_directly():
+    # as pytest does its default plugins: the built-in hook modules are
+    # registered by the registry itself, third parties through entry points
     eps = importlib.metadata.distribution("onlinekernel").entry_points.select(
         group=registry.ENTRY_POINT_GROUP)
-    targets = {ep.name: ep.value for ep in eps}
-    assert set(targets.values()) == {"onlinekernel.losses.hooks",
-                                     "onlinekernel.featuremaps.hooks"}
+    assert list(eps) == []
+    from onlinekernel.featuremaps import hooks as map_hooks
+    from onlinekernel.losses import hooks as loss_hooks
+    pm = registry._get().pm
+    assert pm.get_plugin("builtin_losses") is loss_hooks
+    assert pm.get_plugin("builtin_feature_maps") is map_hooks
+    targets = {"builtin_losses": "onlinekernel.losses.hooks",
+               "builtin_feature_maps": "onlinekernel.featuremaps.hooks"}
     losses, maps = _assert_builtins_listed()
     loss_names, map_names = _builtin_names()
     assert REQUIRED_LOSSES <= loss_names
@@ -440,8 +447,8 @@ def test_a_plugin_claiming_a_builtin_name_cannot_replace_it(site, hook, name, bu
         def {hook}():
             return {{"{name}": object, "ok_usurper_own": object}}
         '''}, {"usurper": "ok_usurper"})
-    builtin_ep = next(ep.name for ep in importlib.metadata.distribution(
-        "onlinekernel").entry_points.select(group="onlinekernel") if ep.value == builtin_plugin)
+    # the name the built-in hook module is registered under (without an entry point)
+    builtin_ep = next(n for n, p in registry._BUILTINS.items() if p.__name__ == builtin_plugin)
     listing = (onlinekernel.available_losses if "losses" in hook
                else onlinekernel.available_feature_maps)
     with pytest.warns(PluginConflictWarning) as record:

@@ -33,11 +33,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from onlinekernel import registry
+from onlinekernel.io import modelfile
 from onlinekernel.integrations import dask as _dask
 from onlinekernel.featuremaps.base import CyFeatureMap, as_cy_feature_map
 from onlinekernel.losses.base import CyLoss, as_cy_loss
 from onlinekernel.core.progress import Progress, check_verbose
 from onlinekernel.core.streams import words
+from onlinekernel.core.threads import train_lock
 from onlinekernel.solvers.reuse import MODES as _REUSE_MODES, Reuse
 from onlinekernel.solvers.schedules import SCHEDULES, step_sizes
 from onlinekernel.core.splits import content_split
@@ -406,23 +408,6 @@ def _constant_minimiser(loss, Y, w, n_outputs):
     return 0.5 * (lo + hi)
 
 
-_train_locks = weakref.WeakKeyDictionary()
-_train_locks_guard = threading.Lock()
-
-
-def _train_lock(estimator):
-    """The lock that serialises the training calls of one estimator.
-
-    Kept outside the instance so that pickling, cloning and ``get_params``
-    never see it.
-    """
-    with _train_locks_guard:
-        lock = _train_locks.get(estimator)
-        if lock is None:
-            lock = _train_locks[estimator] = threading.RLock()
-        return lock
-
-
 _validated = weakref.WeakKeyDictionary()
 _param_names = {}
 _param_getters = {}
@@ -483,7 +468,7 @@ def transactional(method):
     """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with _train_lock(self):
+        with train_lock(self):
             saved = dict(self.__dict__)
             try:
                 return method(self, *args, **kwargs)
@@ -559,6 +544,9 @@ class BaseDSG(BaseEstimator):
         "projection": Bool(),
         "random_state": _check_random_state,
     }
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        modelfile.register_estimator(cls)  # model files may hold it
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1785,7 +1773,6 @@ class BaseDSG(BaseEstimator):
         >>> bool((loaded.predict(X) == reg.predict(X)).all())
         True
         """
-        from onlinekernel.io import modelfile  # here: modelfile imports this module
         modelfile.save(self, path)
 
     def __getstate__(self):

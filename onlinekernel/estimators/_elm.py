@@ -15,7 +15,7 @@ prediction and model files are the shared mechanism.
 """
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._regressor import DSGRegressor
-from onlinekernel.solvers.wrks import _check as _check_ball
+from onlinekernel.solvers.wrks import check_ball
 
 __all__ = ["ExtremeLearningMachineRegressor", "ExtremeLearningMachineClassifier",
            "WeightedKitchenSinksRegressor", "WeightedKitchenSinksClassifier"]
@@ -260,7 +260,7 @@ class _WRKS(_BatchOnly):
 
     def _check_combinations(self):
         super()._check_combinations()
-        _check_ball(self.constraint, self.radius)
+        check_ball(self.constraint, self.radius)
 
     def _solver_options(self):
         return {"constraint": self.constraint, "radius": float(self.radius)}

@@ -13,7 +13,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel import registry
-from onlinekernel.losses.operator import CyOperatorObjective, operator_pass, operator_readout
+from onlinekernel.losses.operator import CyOperatorObjective
+from onlinekernel.solvers.operator import operator_pass, operator_readout
 from onlinekernel.solvers.schedules import step_sizes
 from onlinekernel.solvers.dsg import predict_raw
 from onlinekernel.estimators import _docs

@@ -83,9 +83,9 @@ Numpy scalars are stored as the Python scalars of the same value.
 ``estimator``
     ``{"module": ..., "qualname": ...}`` of the estimator class, e.g.
     ``onlinekernel.estimators._classifier`` / ``DSGClassifier``.  A reader
-    accepts only the subclasses of :class:`onlinekernel.estimators._base.BaseDSG`
-    defined in the onlinekernel package that are already imported; it never
-    imports a name read from a file.
+    accepts only the estimator classes of the onlinekernel package (each
+    registers itself through :func:`register_estimator` as it is defined);
+    it never imports a name read from a file.
 ``params``
     The hyper-parameters, ``get_params(deep=False)``.  A ``loss`` or
     ``kernel`` given as a name is the string; given as an object, it is a
@@ -219,6 +219,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from onlinekernel import registry
 from onlinekernel.featuremaps.base import PyFeatureMapAdapter, as_cy_feature_map
+from onlinekernel.core.threads import train_lock
 from onlinekernel.io.files import replacing
 from onlinekernel.losses.base import PyLossAdapter, as_cy_loss
 from onlinekernel.solvers.dsg import BlockSource
@@ -589,22 +590,27 @@ def _build_plugin(tag, spec, what, source, more_keys=()):
 # ---------------------------------------------------------------------- #
 # writing
 # ---------------------------------------------------------------------- #
-def _estimator_classes():
-    """onlinekernel's estimator classes, by ``(module, qualname)``.
+_ESTIMATORS = {}
 
-    Only classes already defined in the package: a model file chooses one of
-    these, it never makes the reader import a name it contains.
+
+def register_estimator(cls):
+    """Let model files hold estimators of class ``cls`` (onlinekernel's own only).
+
+    The estimators' base class registers each of its subclasses as it is
+    defined; a class outside the ``onlinekernel`` package (or a local one)
+    is not registered, so a model file chooses among onlinekernel's
+    estimators and never makes the reader import a name it contains.
+    Returns ``cls``.
     """
-    from onlinekernel.estimators._base import BaseDSG
-    found, todo = {}, list(BaseDSG.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        todo.extend(cls.__subclasses__())
-        module, qualname = cls.__module__, cls.__qualname__
-        if (module == "onlinekernel" or module.startswith("onlinekernel.")) \
-                and "<" not in qualname:
-            found[(module, qualname)] = cls
-    return found
+    module, qualname = cls.__module__, cls.__qualname__
+    if (module == "onlinekernel" or module.startswith("onlinekernel.")) and "<" not in qualname:
+        _ESTIMATORS[(module, qualname)] = cls
+    return cls
+
+
+def _estimator_classes():
+    """onlinekernel's estimator classes, by ``(module, qualname)``."""
+    return dict(_ESTIMATORS)
 
 
 def _declared_extra(cls):
@@ -642,17 +648,16 @@ def dumps(model):
         that is not a registered plugin, a value that is not a number,
         string, list, tuple or dict).
     """
-    from onlinekernel.estimators._base import BaseDSG, _train_lock
-    if not isinstance(model, BaseDSG):
+    cls = type(model)
+    if not any(issubclass(cls, c) for c in _ESTIMATORS.values()):
         raise TypeError(f"only onlinekernel estimators can be saved, got "
                         f"{type(model).__name__}")
-    cls = type(model)
     if _estimator_classes().get((cls.__module__, cls.__qualname__)) is not cls:
         raise ModelFileError(f"cannot save a {cls.__qualname__}: model files hold the "
                              f"estimators defined in onlinekernel (pickle a subclass instead)")
     # the training lock: a concurrent fit cannot be half-way through its
     # validation (which resets n_features_in_) while the state is read
-    with _train_lock(model):
+    with train_lock(model):
         check_is_fitted(model, "_coef")
         st = dict(model.__dict__)
         params = model.get_params(deep=False)

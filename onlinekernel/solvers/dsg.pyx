@@ -20,8 +20,6 @@ by one thread in a fixed order: prediction splits the rows into fixed tiles,
 a training step splits the blocks and sums their contributions in block
 order.  Results are therefore the same for any number of threads.
 """
-import threading
-
 import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport malloc, calloc, free
@@ -32,59 +30,12 @@ from onlinekernel.featuremaps.base cimport CyFeatureMap, RowBatch, Rows, new_bat
 from onlinekernel.losses.base cimport CyLoss
 from onlinekernel.losses.base import PyLossAdapter
 from onlinekernel.core.linalg cimport real, gemm_rm, gemm_rm_f32
+from onlinekernel.core.threads import one_blas_thread
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from onlinekernel.solvers.reuse cimport Reuse, ACT_NEW, ACT_ALL, ACT_ONE, ACT_REPLACE, safe_step
 
 cnp.import_array()
-
-class _OneBlasThread:
-    """Context in which BLAS runs on the calling thread only.
-
-    Python feature maps and losses run numpy inside the loops, on tiles of
-    a few hundred rows; a multithreaded BLAS wakes and synchronises its pool
-    for each tile, which measured 20x slower here than one thread whenever
-    the cores are busy.  The BLAS
-    thread count is process-wide, so concurrent solver calls share one
-    limit: the first to enter sets it, the last to leave restores the
-    user's setting (nested per-call limits would restore out of order).
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
-        self._libs = None
-        self._saved = []
-
-    def __enter__(self):
-        with self._lock:
-            if self._users == 0:
-                if self._libs is None:
-                    from threadpoolctl import ThreadpoolController
-                    self._libs = ThreadpoolController().select(user_api="blas").lib_controllers
-                # direct calls into the BLAS libraries: a threadpoolctl limit
-                # context costs ~0.2 ms, more than a one-row training step
-                self._saved = []
-                for lib in self._libs:
-                    n = lib.get_num_threads()
-                    if n != 1:
-                        lib.set_num_threads(1)
-                        self._saved.append((lib, n))
-            self._users += 1
-        return self
-
-    def __exit__(self, *exc):
-        with self._lock:
-            self._users -= 1
-            if self._users == 0:
-                for lib, n in self._saved:
-                    lib.set_num_threads(n)
-                self._saved = []
-        return False
-
-
-_one_blas_thread_guard = _OneBlasThread()
-
 
 class _NoGuard:
     def __enter__(self):
@@ -98,7 +49,7 @@ _no_guard = _NoGuard()
 
 
 def _one_blas_thread(CyFeatureMap fmap=None, CyLoss loss=None):
-    """The shared one-BLAS-thread context of the compiled loops.
+    """The shared one-BLAS-thread context (:data:`onlinekernel.core.threads.one_blas_thread`).
 
     Given the loop's feature map (and loss), the guard only where Python code
     runs inside the loop (a Python map or loss, whose numpy calls may reach
@@ -109,7 +60,7 @@ def _one_blas_thread(CyFeatureMap fmap=None, CyLoss loss=None):
     if fmap is not None and fmap.parallel_safe and (loss is None
                                                     or not isinstance(loss, PyLossAdapter)):
         return _no_guard
-    return _one_blas_thread_guard
+    return one_blas_thread
 
 cdef extern from "src/okcore.h" nogil:
     void* ok_publish_ptr(void** slot, void* desired)

@@ -28,7 +28,7 @@ from libc.stdint cimport uint64_t, int64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.core.streams cimport ok_fill_uniform
 from onlinekernel.core.linalg cimport gemm_rm
-from onlinekernel.solvers.dsg import _one_blas_thread
+from onlinekernel.core.threads import one_blas_thread
 
 cnp.import_array()
 
@@ -179,7 +179,7 @@ def est_scalar_prod(CyFeatureMap emap, uint64_t seed, uint64_t t, const double[:
         _scratch_free(&s)
         raise MemoryError()
     try:
-        with _one_blas_thread():
+        with one_blas_thread:
             with nogil:
                 e = _estimate(emap, seed, t, m, &support[0, 0] if n else NULL,
                               &beta[0] if n else NULL, &c_[0] if n else NULL, n, &x[0], &s)
@@ -244,7 +244,7 @@ def sg_rounds(CyFeatureMap emap, uint64_t seed, const double[:, ::1] X, const do
         raise MemoryError()
     r = 0
     try:
-        with _one_blas_thread():
+        with one_blas_thread:
             with nogil:
                 while r < n_rows and not stop:
                     row = order[r]
@@ -328,7 +328,7 @@ def readout_accumulate(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
     try:
         if params == NULL or phi == NULL or work == NULL:
             raise MemoryError()
-        with _one_blas_thread():
+        with one_blas_thread:
             with nogil:
                 for j in range(n_blocks):
                     fmap.generate(seed, j, params)

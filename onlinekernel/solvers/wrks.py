@@ -53,7 +53,8 @@ def project(C, constraint, radius):
                      f"got {constraint!r}")
 
 
-def _check(constraint, radius):
+def check_ball(constraint, radius):
+    """The radius as a float, after checking the constraint name and the radius."""
     if not isinstance(constraint, str) or constraint not in CONSTRAINTS:
         raise ValueError(f"constraint must be one of {', '.join(map(repr, CONSTRAINTS))}, "
                          f"got {constraint!r}")
@@ -137,7 +138,7 @@ def solve_wrks(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, call
     >>> sol.converged, bool(np.abs(sol.coef).max() <= 5.0 / 64)
     (True, True)
     """
-    radius = _check(constraint, radius)
+    radius = check_ball(constraint, radius)
     M, K = problem.M, problem.K
     C = np.zeros((M, K)) if coef is None else np.array(coef, dtype=np.float64)
     C = project(C, constraint, radius)

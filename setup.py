@@ -3,7 +3,8 @@
 Flags are portable: -O3 for any x86-64 or other target, with wide vector
 paths chosen at run time inside okcore.h.  -ffp-contract=off keeps the
 seeded feature generation bit for bit identical across machines.  The C headers
-(``onlinekernel/core/src``) are found through ``onlinekernel/core`` on the include path.
+(``src/onlinekernel/core/src``) are found through ``src/onlinekernel/core`` on the
+include path.
 A machine-specific build is opt-in: ONLINEKERNEL_NATIVE=1 adds -march=native (opt-in).
 """
 import os
@@ -16,10 +17,10 @@ import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# Every .pyx under onlinekernel/ is a compiled module of the same dotted name:
+# Every .pyx under src/onlinekernel/ is a compiled module of the same dotted name:
 # a new loss, map or solver needs no entry here.
-MODULES = {str(p.with_suffix("")).replace(os.sep, "."): str(p)
-           for p in sorted(Path("onlinekernel").rglob("*.pyx"))}
+MODULES = {".".join(p.relative_to("src").with_suffix("").parts): str(p)
+           for p in sorted(Path("src/onlinekernel").rglob("*.pyx"))}
 
 if sys.platform == "win32":
     compile_args = ["/O2", "/fp:precise"]
@@ -55,11 +56,11 @@ def openmp_flags():
 
 omp_compile, omp_link = openmp_flags()
 extensions = [
-    Extension(name, [src], include_dirs=[np.get_include(), "onlinekernel/core"],
+    Extension(name, [src], include_dirs=[np.get_include(), "src/onlinekernel/core"],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=compile_args + omp_compile, extra_link_args=omp_link)
     for name, src in MODULES.items()
 ]
 
-setup(ext_modules=cythonize(extensions, include_path=["."],
+setup(ext_modules=cythonize(extensions, include_path=["src"],
                             compiler_directives={"language_level": 3}))

@@ -7,25 +7,13 @@ Build with warnings as errors (as CI does, through tests/test_docs.py)::
 No extension needs the network: mathjax is loaded by the reader's browser,
 and there is no intersphinx.
 """
-import importlib.machinery
 import os
 import sys
 
 _DOCS = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(_DOCS)
 
-
-def _built(package_dir):
-    """Whether a source tree holds its compiled modules (an in-place build)."""
-    return any(os.path.exists(os.path.join(package_dir, "solvers", "dsg" + suffix))
-               for suffix in importlib.machinery.EXTENSION_SUFFIXES)
-
-
-# ``python -m sphinx`` from the repository root puts the root first on
-# sys.path; an unbuilt source tree there would shadow the installed package
-if not _built(os.path.join(_ROOT, "onlinekernel")):
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
-
+# (the package lives in src/, so the repository root on sys.path, where
+# ``python -m sphinx`` puts it, cannot shadow the installed package)
 # docs/_ext holds this documentation's own small Sphinx extension
 sys.path.insert(0, os.path.join(_DOCS, "_ext"))
 

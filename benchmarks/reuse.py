@@ -5,7 +5,7 @@ Every run trains a ``DSGClassifier`` with the same budget (``block_size=256``,
 so every run takes the same number of steps; once the budget is full every
 mode evaluates every block once per step, so runs of one dataset also cost
 about the same time.  Configurations (hyper-parameters as in
-``tests/test_learning.py``; rows subsampled as stated):
+``tests/estimators/test_learning.py``; rows subsampled as stated):
 
 * reuse ``all`` (the default), ``none``, ``uniform`` (UDSG, schedule (1, 0):
   reuse only once full), ``uniform`` with ``reuse_schedule=(1, 1)`` (the

@@ -1,6 +1,6 @@
 """Sphinx configuration of the onlinekernel documentation.
 
-Build with warnings as errors (as CI does, through tests/test_docs.py)::
+Build with warnings as errors (as CI does, through tests/docs/test_docs.py)::
 
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 

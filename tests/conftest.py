@@ -8,12 +8,12 @@ generic tests iterate over or count.  As pytest's ``-p no:`` and
 ``ONLINEKERNEL_DISABLE_PLUGINS=1`` (:data:`onlinekernel.registry.DISABLE_ENV`)
 before any test module is imported; subprocesses (the command line, the docs
 build) inherit it.  Tests of third-party plugins -- the example plugin, the
-distributions that ``tests/test_registry.py`` installs -- switch entry-point
+distributions that ``tests/plugins/test_registry.py`` installs -- switch entry-point
 loading back on with the ``entry_point_plugins`` fixture or, for module-scoped
 fixtures and collection, the :func:`all_entry_points` context.
 
 To run the suite against every installed plugin instead (say, to put your
-plugin's losses through ``tests/test_losses.py``), set
+plugin's losses through ``tests/losses/test_losses.py``), set
 ``ONLINEKERNEL_DISABLE_PLUGINS=0``: an explicit setting is kept.
 """
 import contextlib

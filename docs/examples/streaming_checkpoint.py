@@ -12,7 +12,7 @@ Stop it at any time -- Ctrl-C writes a last checkpoint, a crash loses at
 most ``--every`` batches -- and run the same command again: it loads the
 latest readable checkpoint with ``onlinekernel.load`` and continues from the
 batch after it.  The model it ends with is the model of a run that never
-stopped, bit for bit (tests/test_river.py checks it)::
+stopped, bit for bit (tests/integrations/test_river.py checks it)::
 
     python docs/examples/streaming_checkpoint.py --dir /tmp/ok-stream --batches 2000
 """

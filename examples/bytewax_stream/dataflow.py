@@ -25,7 +25,7 @@ Killed, even with ``kill -9``, and started again with the same command, the
 dataflow restores the last complete epoch and replays the rows read after
 it: the model it ends with is the model of a run that never stopped, bit
 for bit, and every row of the stream is learned exactly once
-(``tests/test_bytewax_example.py`` checks both).  At the end of a finite
+(``tests/integrations/test_bytewax_example.py`` checks both).  At the end of a finite
 stream it learns the rows left in the last, partly filled mini-batch and
 writes ``model.okm`` (``onlinekernel.load`` reads it) and ``ledger.json``::
 

@@ -479,7 +479,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
         # scikit-learn's "reasonable score" check (R^2 > 0.5 on its 200-row,
         # 10-feature problem) gets the paper's one pass for n = 200: 14 steps
         # of 15 rows, R^2 = 0.39 there; five passes reach 0.65
-        # (tests/test_fixed_features.py checks this).
+        # (tests/estimators/test_fixed_features.py checks this).
         tags.regressor_tags.poor_score = True
         return tags
 

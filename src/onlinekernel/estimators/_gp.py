@@ -83,7 +83,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     the posterior variance is a Schur complement of the prior covariance,
     concave in it, and :math:`\hat k` is an unbiased estimate of :math:`k`,
     so on average it comes out low (Jensen).  With the default 2048
-    features, on the problems of ``tests/test_gp.py``, the posterior std is
+    features, on the problems of ``tests/estimators/test_gp.py``, the posterior std is
     4 % (1-D) and 8 % (5-D) below the exact one.  Far from the data the
     features' kernel does not vanish but is of order :math:`M^{-1/2}`, so
     the posterior returns to the prior only up to that.
@@ -116,7 +116,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
     :math:`\nu = \sigma^2/n` is ill-conditioned for SGD: the directions of
     the kernel whose eigenvalue is near :math:`\nu` decide the variance and
     need about :math:`n/\sigma^2` steps to converge.  On the 2000-row
-    problems of ``tests/test_gp.py`` (1-D, 5-D), 50 epochs leave the mean
+    problems of ``tests/estimators/test_gp.py`` (1-D, 5-D), 50 epochs leave the mean
     3 % and 10 % of ``std(y)`` away from the exact GP mean and the
     posterior std 27 % and 49 % off (median relative error), where the
     exact solver gets 0.6 % and 4 % for the mean, 4 % and 8 % for the

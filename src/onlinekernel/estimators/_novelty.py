@@ -68,7 +68,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
     second half of the fit (``average=k`` with ``k`` half the steps,
     ``n_passes * ceil(n / batch_size) / 2``, with ``tol=None`` for a fixed
     number of passes ``max_iter``): on training data the fraction
-    flagged is then within about 0.01 of ``nu`` (``tests/test_novelty.py``;
+    flagged is then within about 0.01 of ``nu`` (``tests/estimators/test_novelty.py``;
     the last iterate, the default, was within 0.016 on a Gaussian mixture
     and 0.035 on a pendigits class).  Averaging from the first step
     (``average=True``) biases the offset low: the early iterates, when

@@ -38,7 +38,7 @@ class DSGQuantileRegressor(BaseDSG):
     ``loss`` (fixed by ``quantiles``) and the step defaults: the pinball
     gradients are bounded (:math:`\tau - 1` or :math:`\tau` per row), so the
     steps decay as ``eta0 / (1 + (t - 1) / t0)`` from ``eta0 = 2`` with
-    averaging, which calibrates the levels (see ``tests/test_quantiles.py``).
+    averaging, which calibrates the levels (see ``tests/losses/test_quantiles.py``).
     Targets should be on a unit scale (standardise ``y``): a step moves a
     prediction by at most about ``eta0`` times the kernel value.
 

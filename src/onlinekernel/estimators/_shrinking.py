@@ -579,7 +579,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         # 200-row problem whose standardised targets reach 3.4: beyond the
         # default norm bound B = 1 (targets in [-1, 1], the paper's
         # setting), one pass of 200 steps of B / sqrt(200) reaches R^2 = 0.4;
-        # B = 2 clears the bar (tests/test_shrinking.py checks this).
+        # B = 2 clears the bar (tests/solvers/test_shrinking.py checks this).
         tags.regressor_tags.poor_score = True
         return tags
 

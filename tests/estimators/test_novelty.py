@@ -286,6 +286,6 @@ def test_bad_input_to_prediction_and_unfitted_model():
         with pytest.raises(ValueError, match="Input X contains NaN"):
             getattr(model, name)(_with(X, 0, 0, np.nan))
     bad = sp.csr_matrix(X)
-    bad.data[0] = np.nan  # sparse input is accepted (tests/test_sparse.py), NaN in it is not
+    bad.data[0] = np.nan  # sparse input is accepted (tests/estimators/test_sparse.py), NaN in it is not
     with pytest.raises(ValueError, match="Input X contains NaN"):
         model.fit(bad)

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator
 import onlinekernel
 from onlinekernel import cli, hookspecs, registry
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 GUIDE = DOCS / "plugin_guide"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

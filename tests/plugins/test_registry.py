@@ -608,17 +608,18 @@ def onlinekernel_register_feature_maps():
 
 # The tests that list, count or iterate over the registered components, and
 # one of the example plugin's (it switches entry-point loading on).
-_REGISTRY_DEPENDENT = ["test_losses.py",
-                       "test_feature_maps.py::test_protocol",
-                       "test_cli.py::test_plugins_lists_builtins_with_parameters_and_distribution",
-                       "test_registry.py::test_every_builtin_builds_by_name_with_its_default_parameters",
-                       "test_registry.py::test_unknown_name_lists_the_registered_names",
-                       "test_example_plugin.py::test_both_components_are_listed_with_their_distribution"]
+_REGISTRY_DEPENDENT = [
+    "losses/test_losses.py",
+    "featuremaps/test_feature_maps.py::test_protocol",
+    "cli/test_cli.py::test_plugins_lists_builtins_with_parameters_and_distribution",
+    "plugins/test_registry.py::test_every_builtin_builds_by_name_with_its_default_parameters",
+    "plugins/test_registry.py::test_unknown_name_lists_the_registered_names",
+    "plugins/test_example_plugin.py::test_both_components_are_listed_with_their_distribution"]
 
 
 def _run_tests_beside(site_dir, tmp_path, disable=None):
     """Run ``_REGISTRY_DEPENDENT`` in a fresh pytest with ``site_dir`` on the path."""
-    tests = Path(__file__).resolve().parent
+    tests = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(site_dir), os.environ.get("PYTHONPATH")])))
     env.pop(registry.DISABLE_ENV, None)  # the new run's conftest.py decides

@@ -109,7 +109,7 @@ CASES = [(5, 13, 7, 0, 1, 1.0, 0.0), (9, 3, 17, 0, 0, 1.0, 1.0),
 
 
 def test_products_give_the_defined_bits_with_every_kernel(tmp_path):
-    header = Path(__file__).resolve().parents[1] / "src" / "onlinekernel" / "core" / "src" / "oklinalg.h"
+    header = Path(__file__).resolve().parents[2] / "src" / "onlinekernel" / "core" / "src" / "oklinalg.h"
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     assert cc, "this test needs the C compiler that builds the package ($CC, cc or gcc)"
     (tmp_path / "g.c").write_text(GEMM_PROGRAM)

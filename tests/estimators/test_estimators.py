@@ -102,7 +102,7 @@ def _expected_failed_checks(estimator):
                   "passes: test_quantile_weights_are_repeated_rows)")
         shape = ("predict gives one column per quantile level, shape (n, 3); the sparse "
                  "checks assume (n,) for a single-output regressor (sparse input itself "
-                 "works: tests/test_sparse.py)")
+                 "works: tests/estimators/test_sparse.py)")
         return {**{check: reason for check in checks},
                 "check_estimator_sparse_matrix": shape, "check_estimator_sparse_array": shape}
     else:
@@ -508,7 +508,7 @@ BAD_INPUT = [
     ("string_y", REG, FIT_PF,
      lambda X, y, k: (X, np.where(np.arange(len(y)) == 0, "big", y.astype(str)), {}, {}),
      ValueError, "y must be numeric.*could not convert string to float"),
-    # sparse X is accepted (tests/test_sparse.py); NaN in it is not
+    # sparse X is accepted (tests/estimators/test_sparse.py); NaN in it is not
     ("sparse_nan_X", BOTH, FIT_PF,
      lambda X, y, k: (_nan_csr(X), y, {}, {}),
      ValueError, "Input X contains NaN"),

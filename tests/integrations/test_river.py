@@ -18,7 +18,7 @@ import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor
 from onlinekernel.integrations.river import RiverClassifier, RiverRegressor, _with_new_class
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "streaming_checkpoint.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "streaming_checkpoint.py"
 
 
 def ring(n, seed=0, noise_features=2):

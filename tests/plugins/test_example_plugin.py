@@ -38,7 +38,7 @@ from conftest import all_entry_points
 
 DIST = "onlinekernel-example-plugin"
 MODULE = "onlinekernel_example_plugin"
-PLUGIN_DIR = Path(__file__).resolve().parents[1] / "examples" / DIST
+PLUGIN_DIR = Path(__file__).resolve().parents[2] / "examples" / DIST
 
 
 def _require_installed_plugin():
@@ -53,7 +53,7 @@ def _require_installed_plugin():
             return
         problem = (f"the example plugin distribution {DIST!r} is installed but its plugin is "
                    f"not registered (see the registry's warnings)")
-    pytest.fail(f"{problem}. tests/test_example_plugin.py uses it as a third-party plugin; "
+    pytest.fail(f"{problem}. tests/plugins/test_example_plugin.py uses it as a third-party plugin; "
                 f"install it from the repository root with\n"
                 f"    pip install ./examples/{DIST}\n"
                 f"(the full test command is: pip install \".[test]\" ./examples/{DIST} && "
@@ -143,7 +143,7 @@ def test_invalid_parameters_are_refused_by_name(name, params, word):
 
 @pytest.mark.parametrize("module", [MODULE, f"{MODULE}.smooth_hinge", f"{MODULE}.cauchy"])
 def test_docstring_examples(module):
-    # tests/test_doctests.py walks onlinekernel's own packages only
+    # tests/docs/test_doctests.py walks onlinekernel's own packages only
     mod = importlib.import_module(module)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     tests = [t for t in doctest.DocTestFinder(exclude_empty=True).find(mod, module,

@@ -364,7 +364,7 @@ BAD = [
     ("empty_p", lambda P, Q: (P[:0], Q), {}, r"X_numerator: Found array with 0 sample"),
     ("empty_q", lambda P, Q: (P, Q[:0]), {}, r"X_denominator: Found array with 0 sample"),
     ("one_d_q", lambda P, Q: (P, Q[:, 0]), {}, "X_denominator: Expected 2D array"),
-    # sparse samples are accepted (tests/test_sparse.py); NaN in them is not
+    # sparse samples are accepted (tests/estimators/test_sparse.py); NaN in them is not
     ("sparse_nan_p", lambda P, Q: (_nan_csr(P), Q), {}, "X_numerator contains NaN"),
     ("odd_batch", lambda P, Q: (P, Q), {"batch_size": 15},
      "batch_size must be even .* got 15"),

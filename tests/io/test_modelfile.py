@@ -863,7 +863,7 @@ def test_files_with_n_epochs_load_as_the_same_training(make):
                                   getattr(model, predict)(X))
 
 
-V1 = os.path.join(os.path.dirname(__file__), "data", "model_files_v1")
+V1 = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "model_files_v1")
 
 
 @pytest.mark.parametrize("name", ["classifier_hinge", "classifier_logistic_3",

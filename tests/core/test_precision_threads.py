@@ -4,7 +4,7 @@
   with 1, 2 or 3 threads are identical bit for bit, in both precisions,
   with the block cache on or off.
 * ``dtype="float32"`` models learn what float64 models learn (to float32
-  rounding); tests/test_estimators.py runs scikit-learn's checks on them.
+  rounding); tests/estimators/test_estimators.py runs scikit-learn's checks on them.
 * The fast path of ``partial_fit`` (numpy rows of a fitted model) takes
   exactly the same step as the fully validated path, and bad input still
   gets the full validation's error with the model left as it was.

@@ -50,7 +50,7 @@ EXAMPLE_PLUGIN = "onlinekernel-example-plugin"
 
 def _loss_cases():
     # operator objectives (matrix-valued coefficients, e.g. gp_variance) have
-    # no per-sample gradient: tests/test_gp.py checks them
+    # no per-sample gradient: tests/estimators/test_gp.py checks them
     losses = {name: get_loss(name) for name in onlinekernel.available_losses()}
     with all_entry_points():  # the example plugin's losses, built while it is loaded
         losses.update({name: get_loss(name)

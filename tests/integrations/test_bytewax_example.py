@@ -31,7 +31,7 @@ from bytewax.testing import run_main  # noqa: E402
 
 import onlinekernel  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bytewax_stream" / "dataflow.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bytewax_stream" / "dataflow.py"
 ROWS = 2000              # 62 mini-batches of 32 rows and a last one of 16
 SNAPSHOT_INTERVAL = 0.02  # seconds: several snapshots before each kill
 TIMEOUT = 120

@@ -60,6 +60,16 @@ cdef inline void gemm_rm_f32(bint trans_a, bint trans_b, int m, int n, int k, fl
     ok_gemm_f32(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
+cdef inline void gemm_real(bint trans_a, bint trans_b, int m, int n, int k, real alpha,
+                           const real* A, int lda, const real* B, int ldb, real beta, real* C,
+                           int ldc) noexcept nogil:
+    """:func:`gemm_rm` in either precision (``gemm_rm_f32`` for float)."""
+    if real is float:
+        ok_gemm_f32(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    else:
+        ok_gemm(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+
+
 cdef inline void csr_project(const real* W, Py_ssize_t F, Py_ssize_t d, const int64_t* indptr,
                              const int32_t* indices, const real* data, Py_ssize_t n,
                              real* out, Py_ssize_t ldo) noexcept nogil:

@@ -5,6 +5,7 @@ Feature-map plugins ``cimport`` these to generate the parameters of block
 ``j`` from ``(seed, j)`` alone.  See ``src/okcore.h`` for the algorithms.
 """
 from libc.stdint cimport uint32_t, uint64_t, int64_t
+from onlinekernel.core.linalg cimport real
 
 cdef extern from "src/okcore.h" nogil:
     void ok_philox4x32_10(const uint32_t* ctr, const uint32_t* key, uint32_t* out)
@@ -31,3 +32,12 @@ cdef extern from "src/okcore.h" nogil:
                      double scale, int shift)
     void ok_cos_tile_f32(float* z, int64_t n, int64_t m, int64_t ld, const float* bias,
                          float scale, int shift)
+
+
+cdef inline void cos_tile_real(real* z, int64_t n, int64_t m, int64_t ld, const real* bias,
+                               real scale, int shift) noexcept nogil:
+    """``ok_cos_tile`` in either precision (``ok_cos_tile_f32`` for float)."""
+    if real is float:
+        ok_cos_tile_f32(z, n, m, ld, bias, scale, shift)
+    else:
+        ok_cos_tile(z, n, m, ld, bias, scale, shift)

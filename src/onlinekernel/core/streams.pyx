@@ -147,40 +147,34 @@ def chi(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, double k):
     return out
 
 
-def stable_log(x):
-    """The package's deterministic natural log (finite positive inputs)."""
+ctypedef double (*_scalar_fn)(double) noexcept nogil
+
+
+cdef object _elementwise(x, _scalar_fn f):
+    """``f`` of every element of ``x`` (as float64), in ``x``'s shape."""
     a = np.ascontiguousarray(x, dtype=np.float64).ravel()
     out = np.empty_like(a)
     cdef double[::1] src = a
     cdef double[::1] dst = out
     cdef Py_ssize_t i
     for i in range(a.shape[0]):
-        dst[i] = ok_log(src[i])
+        dst[i] = f(src[i])
     return out.reshape(np.shape(x))
+
+
+def stable_log(x):
+    """The package's deterministic natural log (finite positive inputs)."""
+    return _elementwise(x, ok_log)
 
 
 def stable_cos(x):
     """The package's deterministic cosine."""
-    a = np.ascontiguousarray(x, dtype=np.float64).ravel()
-    out = np.empty_like(a)
-    cdef double[::1] src = a
-    cdef double[::1] dst = out
-    cdef Py_ssize_t i
-    for i in range(a.shape[0]):
-        dst[i] = ok_cos(src[i])
-    return out.reshape(np.shape(x))
+    return _elementwise(x, ok_cos)
 
 
 def stable_sin(x):
     """The package's deterministic sine."""
-    a = np.ascontiguousarray(x, dtype=np.float64).ravel()
-    out = np.empty_like(a)
-    cdef double[::1] src = a
-    cdef double[::1] dst = out
-    cdef Py_ssize_t i
-    for i in range(a.shape[0]):
-        dst[i] = ok_sin(src[i])
-    return out.reshape(np.shape(x))
+    return _elementwise(x, ok_sin)
 
 
 def cos_tile(z, bias=None, double scale=1.0, bint sine=False):
@@ -217,36 +211,23 @@ def cos_tile(z, bias=None, double scale=1.0, bint sine=False):
     >>> cos_tile(np.zeros((1, 2), dtype=np.float32), bias=[0.0, np.pi / 2], sine=True)
     array([[0., 1.]], dtype=float32)
     """
-    cdef int shift = 3 if sine else 0
-    cdef float[:, ::1] v32
-    cdef float[::1] b32
-    cdef const float* bp32 = NULL
-    cdef double[:, ::1] v
-    cdef double[::1] b
-    cdef const double* bp = NULL
-    if np.asarray(z).dtype == np.float32:
-        out = np.array(z, dtype=np.float32, order="C", copy=True)
-        if out.ndim != 2:
-            raise ValueError("z must be 2-d")
-        if bias is not None:
-            b32 = np.ascontiguousarray(bias, dtype=np.float32)
-            if b32.shape[0] != out.shape[1]:
-                raise ValueError("bias needs one value per column")
-            bp32 = &b32[0]
-        if out.size:
-            v32 = out
-            ok_cos_tile_f32(&v32[0, 0], out.shape[0], out.shape[1], out.shape[1], bp32,
-                            <float>scale, shift)
-        return out
-    out = np.array(z, dtype=np.float64, order="C", copy=True)
+    dt = np.float32 if np.asarray(z).dtype == np.float32 else np.float64
+    out = np.array(z, dtype=dt, order="C", copy=True)
     if out.ndim != 2:
         raise ValueError("z must be 2-d")
+    b = None
     if bias is not None:
-        b = np.ascontiguousarray(bias, dtype=np.float64)
+        b = np.ascontiguousarray(bias, dtype=dt)
         if b.shape[0] != out.shape[1]:
             raise ValueError("bias needs one value per column")
-        bp = &b[0]
     if out.size:
-        v = out
-        ok_cos_tile(&v[0, 0], out.shape[0], out.shape[1], out.shape[1], bp, scale, shift)
+        if dt is np.float32:
+            _cos_tile_of[float](out, b, scale, 3 if sine else 0)
+        else:
+            _cos_tile_of[double](out, b, scale, 3 if sine else 0)
     return out
+
+
+cdef void _cos_tile_of(real[:, ::1] v, real[::1] b, double scale, int shift):
+    cos_tile_real(&v[0, 0], v.shape[0], v.shape[1], v.shape[1],
+                  NULL if b is None else &b[0], <real>scale, shift)

@@ -3,7 +3,9 @@
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel.core.linalg cimport real
 
-cdef class CyFeatureMap:
+from onlinekernel.core.protocol cimport CyParams
+
+cdef class CyFeatureMap(CyParams):
     cdef public Py_ssize_t n_components    # features per block (F)
     cdef public Py_ssize_t n_features_in   # input dimension (d), set by bind()
     cdef public Py_ssize_t param_size      # doubles of parameters per block

@@ -17,13 +17,13 @@ Python subclass :class:`onlinekernel.FeatureMap` instead and run through
 import numpy as np
 import scipy.sparse as sp
 
-from onlinekernel.core.params import clone_of, params_eq, params_hash, params_repr, \
-    set_params_of
+from onlinekernel.core.params import clone_of, params_eq, params_hash
+from onlinekernel.core.protocol import as_compiled
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 from onlinekernel.core.linalg cimport csr_project, gemm_rm, gemm_rm_f32, real
-from onlinekernel.core.streams cimport ok_cos_tile, ok_cos_tile_f32
+from onlinekernel.core.streams cimport cos_tile_real
 from libc.stdlib cimport malloc, free
 
 cnp.import_array()
@@ -56,7 +56,7 @@ cdef void _densified(CyFeatureMap fmap, const real* params, const int64_t* indpt
     free(x)
 
 
-cdef class CyFeatureMap:
+cdef class CyFeatureMap(CyParams):
     """Base class of compiled random-feature maps (see the module docstring)."""
     name = None
     # Maps fitted on data (Nystrom's landmarks) set this: the estimators then
@@ -227,13 +227,7 @@ cdef class CyFeatureMap:
         """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
         return {"n_components": self.n_components}
 
-    def set_params(self, **params):
-        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
-        return set_params_of(self, params)
-
-    def __sklearn_clone__(self):
-        return clone_of(self)
-
+    # a bound map also carries its input dimension
     def __reduce__(self):
         return (type(self), (), (self.get_params(), self.n_features_in))
 
@@ -248,9 +242,6 @@ cdef class CyFeatureMap:
 
     def __hash__(self):
         return params_hash(self)
-
-    def __repr__(self):
-        return params_repr(self)
 
 
 cdef class FourierFeatureMap(CyFeatureMap):
@@ -321,10 +312,7 @@ cdef inline void _project(const real* W, Py_ssize_t m, Py_ssize_t d, const real*
 
 cdef inline void _cos(real* z, Py_ssize_t n, Py_ssize_t m, Py_ssize_t ld, const real* bias,
                       int shift) noexcept nogil:
-    if real is float:
-        ok_cos_tile_f32(z, n, m, ld, bias, 1.4142135623730951, shift)
-    else:
-        ok_cos_tile(z, n, m, ld, bias, 1.4142135623730951, shift)
+    cos_tile_real(z, n, m, ld, bias, <real>1.4142135623730951, shift)
 
 
 cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py_ssize_t ldx,
@@ -568,10 +556,4 @@ def _rebuild_adapter(map_obj, n_features_in):
 def as_cy_feature_map(obj):
     """Return the object the solver runs for feature map ``obj`` (compiled or Python)."""
     from onlinekernel.featuremaps import FeatureMap
-    if isinstance(obj, CyFeatureMap):
-        return obj
-    if isinstance(obj, FeatureMap):
-        return PyFeatureMapAdapter(obj)
-    raise TypeError(
-        f"a feature map must be a registered name, a compiled CyFeatureMap or a subclass of "
-        f"onlinekernel.FeatureMap; got {type(obj).__name__}")
+    return as_compiled(obj, CyFeatureMap, FeatureMap, PyFeatureMapAdapter, "feature map")

@@ -7,10 +7,9 @@ from libc.math cimport exp, expf, sqrt, INFINITY
 from libc.stdint cimport uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.core.streams cimport ok_fill_normal
-from onlinekernel.core.linalg cimport gemm_rm, gemm_rm_f32
+from onlinekernel.core.linalg cimport gemm_real, real
 
 cdef double SQRT2 = 1.4142135623730951
-cdef float SQRT2F = 1.4142135623730951
 
 # activation codes (the C loops switch on an int, not a string)
 cdef enum:
@@ -18,6 +17,35 @@ cdef enum:
     SIGMOID = 1
 
 _ACTIVATIONS = {"relu": RELU, "sigmoid": SIGMOID}
+
+
+cdef void _units(int act, const real* params, const real* X, Py_ssize_t n, Py_ssize_t ldx,
+                 Py_ssize_t d_, Py_ssize_t F_, real* out) noexcept nogil:
+    """out (n x F) = the units sigma(X W^T + b) of a block [W (F x d) | b (F)], either precision."""
+    cdef int d = <int>d_, F = <int>F_
+    cdef const real* b = params + <Py_ssize_t>F * d
+    cdef Py_ssize_t i, k
+    cdef real z, e
+    cdef real* row
+    gemm_real(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
+    # one branch-light loop per activation so the compiler vectorises each
+    if act == RELU:
+        for i in range(n):
+            row = out + i * F
+            for k in range(F):
+                z = row[k] + b[k]
+                row[k] = <real>SQRT2 * z if z > 0.0 else 0.0
+    else:
+        for i in range(n):
+            row = out + i * F
+            for k in range(F):
+                z = row[k] + b[k]
+                # exp of a non-positive number only: no overflow for any z
+                if real is float:
+                    e = expf(-z if z >= 0.0 else z)
+                else:
+                    e = exp(-z if z >= 0.0 else z)
+                row[k] = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
 
 
 cdef class InfiniteLayerUnits(CyFeatureMap):
@@ -128,49 +156,11 @@ cdef class InfiniteLayerUnits(CyFeatureMap):
 
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        cdef const double* b = params + <Py_ssize_t>F * d
-        cdef Py_ssize_t i, k
-        cdef double z, e
-        cdef double* row
-        gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        # one branch-light loop per activation so the compiler vectorises each
-        if self._act == RELU:
-            for i in range(n):
-                row = out + i * F
-                for k in range(F):
-                    z = row[k] + b[k]
-                    row[k] = SQRT2 * z if z > 0.0 else 0.0
-        else:
-            for i in range(n):
-                row = out + i * F
-                for k in range(F):
-                    z = row[k] + b[k]
-                    # exp of a non-positive number only: no overflow for any z
-                    e = exp(-z if z >= 0.0 else z)
-                    row[k] = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
+        _units(self._act, params, X, n, ldx, self.n_features_in, self.n_components, out)
 
     cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
                             Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        cdef int d = <int>self.n_features_in, F = <int>self.n_components
-        cdef const float* b = params + <Py_ssize_t>F * d
-        cdef Py_ssize_t i, k
-        cdef float z, e
-        cdef float* row
-        gemm_rm_f32(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
-        if self._act == RELU:
-            for i in range(n):
-                row = out + i * F
-                for k in range(F):
-                    z = row[k] + b[k]
-                    row[k] = SQRT2F * z if z > 0.0 else 0.0
-        else:
-            for i in range(n):
-                row = out + i * F
-                for k in range(F):
-                    z = row[k] + b[k]
-                    e = expf(-z if z >= 0.0 else z)
-                    row[k] = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
+        _units(self._act, params, X, n, ldx, self.n_features_in, self.n_components, out)
 
     @property
     def kernel(self):

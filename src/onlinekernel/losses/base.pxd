@@ -1,7 +1,9 @@
 # cython: language_level=3
 """The loss protocol seen by the solver (declarations)."""
 
-cdef class CyLoss:
+from onlinekernel.core.protocol cimport CyParams
+
+cdef class CyLoss(CyParams):
     # Per-row value and gradient; y has n_targets entries, raw has k outputs.
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil
     cdef void row_gradient(self, const double* y, const double* raw, Py_ssize_t k,

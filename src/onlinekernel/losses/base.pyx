@@ -20,8 +20,8 @@ Both kinds expose the same Python-level interface, vectorised over rows:
 import numpy as np
 
 from onlinekernel.core.curvature import finite_difference_hessian_product
-from onlinekernel.core.params import clone_of, params_eq, params_hash, params_repr, \
-    set_params_of
+from onlinekernel.core.params import clone_of
+from onlinekernel.core.protocol import as_compiled
 cimport numpy as cnp
 
 cnp.import_array()
@@ -36,7 +36,7 @@ def _as_2d(a, name):
     return arr
 
 
-cdef class CyLoss:
+cdef class CyLoss(CyParams):
     """Base class of compiled losses (see the module docstring).
 
     Subclasses override the ``nogil`` row methods; the batch methods loop
@@ -137,33 +137,6 @@ cdef class CyLoss:
     def multiclass_loss(self):
         """The loss used for more than two classes (default: self, one-vs-rest)."""
         return self
-
-    def get_params(self, deep=True):
-        """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
-        return {}
-
-    def set_params(self, **params):
-        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
-        return set_params_of(self, params)
-
-    def __sklearn_clone__(self):
-        return clone_of(self)
-
-    def __reduce__(self):
-        return (type(self), (), self.get_params())
-
-    def __setstate__(self, state):
-        if state:
-            self.__init__(**state)
-
-    def __eq__(self, other):
-        return params_eq(self, other)
-
-    def __hash__(self):
-        return params_hash(self)
-
-    def __repr__(self):
-        return params_repr(self)
 
 
 cdef class CyScalarLoss(CyLoss):
@@ -295,10 +268,4 @@ cdef class PyLossAdapter(CyLoss):
 def as_cy_loss(obj):
     """Return the object the solver runs for loss ``obj`` (compiled or Python)."""
     from onlinekernel.losses import Loss
-    if isinstance(obj, CyLoss):
-        return obj
-    if isinstance(obj, Loss):
-        return PyLossAdapter(obj)
-    raise TypeError(
-        f"a loss must be a registered name, a compiled CyLoss or a subclass of "
-        f"onlinekernel.Loss; got {type(obj).__name__}")
+    return as_compiled(obj, CyLoss, Loss, PyLossAdapter, "loss")

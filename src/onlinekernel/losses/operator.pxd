@@ -10,7 +10,9 @@ estimates the kernel) and hand it to these methods.  ``work`` holds at least
 exception set.
 """
 
-cdef class CyOperatorObjective:
+from onlinekernel.core.protocol cimport CyParams
+
+cdef class CyOperatorObjective(CyParams):
     # One stochastic gradient step of size `step` on the mean-form objective
     # with penalty `alpha`, from the n rows of Z with weights sw.
     cdef int sgd_step(self, const double* Z, const double* sw, Py_ssize_t n, Py_ssize_t M,

@@ -52,6 +52,18 @@ static inline void ok_philox4x32_10(const uint32_t ctr_in[4], const uint32_t key
     out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
 }
 
+/* The key and the fixed counter words of stream (seed, block, stream); the
+ * caller sets ctr[0], the position within the stream. */
+static inline void ok__stream_init(uint64_t seed, uint64_t block, uint32_t stream,
+                                   uint32_t key[2], uint32_t ctr[4])
+{
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    ctr[1] = stream;
+    ctr[2] = (uint32_t)block;
+    ctr[3] = (uint32_t)(block >> 32);
+}
+
 /*
  * Fill `n` 32-bit words of the stream (seed, block, stream).  Word w lives in
  * lane w % 4 of counter (w / 4, stream, block_lo, block_hi); the key is the
@@ -63,11 +75,7 @@ static inline void ok_stream_words(uint64_t seed, uint64_t block, uint32_t strea
     uint32_t key[2], ctr[4], buf[4];
     uint64_t w = first_word;
     int64_t i = 0;
-    key[0] = (uint32_t)seed;
-    key[1] = (uint32_t)(seed >> 32);
-    ctr[1] = stream;
-    ctr[2] = (uint32_t)block;
-    ctr[3] = (uint32_t)(block >> 32);
+    ok__stream_init(seed, block, stream, key, ctr);
     while (i < n) {
         uint32_t lane = (uint32_t)(w & 3u);
         ctr[0] = (uint32_t)(w >> 2);
@@ -207,11 +215,7 @@ static inline void ok_fill_normal(uint64_t seed, uint64_t block, uint32_t stream
     uint32_t key[2], ctr[4], w[4];
     int64_t i;
     double z0, z1;
-    key[0] = (uint32_t)seed;
-    key[1] = (uint32_t)(seed >> 32);
-    ctr[1] = stream;
-    ctr[2] = (uint32_t)block;
-    ctr[3] = (uint32_t)(block >> 32);
+    ok__stream_init(seed, block, stream, key, ctr);
     for (i = 0; i < n; i += 2) {
         ctr[0] = (uint32_t)(i >> 1);
         ok_philox4x32_10(ctr, key, w);
@@ -227,11 +231,7 @@ static inline void ok_fill_uniform(uint64_t seed, uint64_t block, uint32_t strea
 {
     uint32_t key[2], ctr[4], w[4];
     int64_t i;
-    key[0] = (uint32_t)seed;
-    key[1] = (uint32_t)(seed >> 32);
-    ctr[1] = stream;
-    ctr[2] = (uint32_t)block;
-    ctr[3] = (uint32_t)(block >> 32);
+    ok__stream_init(seed, block, stream, key, ctr);
     for (i = 0; i < n; i += 2) {
         ctr[0] = (uint32_t)(i >> 1);
         ok_philox4x32_10(ctr, key, w);
@@ -248,11 +248,7 @@ static inline void ok_fill_cauchy(uint64_t seed, uint64_t block, uint32_t stream
     uint32_t key[2], ctr[4], w[4];
     int64_t i;
     int j;
-    key[0] = (uint32_t)seed;
-    key[1] = (uint32_t)(seed >> 32);
-    ctr[1] = stream;
-    ctr[2] = (uint32_t)block;
-    ctr[3] = (uint32_t)(block >> 32);
+    ok__stream_init(seed, block, stream, key, ctr);
     for (i = 0; i < n; i += 2) {
         ctr[0] = (uint32_t)(i >> 1);
         ok_philox4x32_10(ctr, key, w);
@@ -462,45 +458,47 @@ static inline double ok__cos_one(double x, double magic, double scale, int shift
 /*
  * z[i, k] <- scale * cos(z[i, k] + bias[k] + shift * pi/2) over an n x m
  * row-major tile (leading dimension ld).  bias may be NULL; shift is 0 (cos)
- * or 3 (sin).  Max abs error 2e-16 * |scale|: 1.2e-16 from the kernel, then
- * the product by scale rounds once (1.85e-16 * |scale| measured at worst);
- * |arguments| > OK_TRIG_MAX, inf and nan get libm's value (nan for inf, nan).
+ * or 3 (sin).  One body makes both precisions: T is the element type, U the
+ * unsigned integer of its width (SIGN its top bit's index, ABS the mask that
+ * clears it), TMAX the kernel's range; SETUP declares the kernel's
+ * constants, and KERNEL(x) / ONE(x) give an element's value in range / for
+ * any argument.  One pass adds the bias and flags the row: lim minus |x|'s
+ * bits is negative for |x| > TMAX, inf and nan (an integer test, so it
+ * vectorises in every clone).
  */
-OK_TARGET_CLONES __attribute__((unused))
-static void ok_cos_tile(double *z, int64_t n, int64_t m, int64_t ld, const double *bias,
-                        double scale, int shift)
-{
-    const double magic = OK_ROUND_MAGIC + (double)(shift + 1);
-    const double tmax = OK_TRIG_MAX;
-    uint64_t lim;
-    int64_t i, k;
-    memcpy(&lim, &tmax, sizeof lim);
-    for (i = 0; i < n; i++) {
-        double *row = z + i * ld;
-        uint64_t out = 0;
-        /* one pass adds the bias and flags the row: lim minus |x|'s bits is
-         * negative for |x| > OK_TRIG_MAX, inf and nan (an integer test, so
-         * it vectorises in every clone) */
-        if (bias) {
-            for (k = 0; k < m; k++) {
-                uint64_t u;
-                row[k] += bias[k];
-                memcpy(&u, &row[k], sizeof u);
-                out |= lim - (u & 0x7fffffffffffffffULL);
-            }
-        } else {
-            for (k = 0; k < m; k++) {
-                uint64_t u;
-                memcpy(&u, &row[k], sizeof u);
-                out |= lim - (u & 0x7fffffffffffffffULL);
-            }
-        }
-        if (out >> 63) {
-            for (k = 0; k < m; k++) row[k] = ok__cos_one(row[k], magic, scale, shift);
-        } else {
-            for (k = 0; k < m; k++) row[k] = ok__cos_kernel(row[k], magic, scale);
-        }
-    }
+#define OK_DEFINE_COS_TILE(NAME, T, U, SIGN, ABS, TMAX, SETUP, KERNEL, ONE)                \
+OK_TARGET_CLONES __attribute__((unused))                                                 \
+static void NAME(T *z, int64_t n, int64_t m, int64_t ld, const T *bias, T scale,         \
+                 int shift)                                                              \
+{                                                                                        \
+    SETUP                                                                                \
+    const T tmax = TMAX;                                                                 \
+    U lim;                                                                               \
+    int64_t i, k;                                                                        \
+    memcpy(&lim, &tmax, sizeof lim);                                                     \
+    for (i = 0; i < n; i++) {                                                            \
+        T *row = z + i * ld;                                                             \
+        U out = 0;                                                                       \
+        if (bias) {                                                                      \
+            for (k = 0; k < m; k++) {                                                    \
+                U u;                                                                     \
+                row[k] += bias[k];                                                       \
+                memcpy(&u, &row[k], sizeof u);                                           \
+                out |= lim - (u & ABS);                                                  \
+            }                                                                            \
+        } else {                                                                         \
+            for (k = 0; k < m; k++) {                                                    \
+                U u;                                                                     \
+                memcpy(&u, &row[k], sizeof u);                                           \
+                out |= lim - (u & ABS);                                                  \
+            }                                                                            \
+        }                                                                                \
+        if (out >> SIGN) {                                                               \
+            for (k = 0; k < m; k++) row[k] = ONE(row[k]);                                \
+        } else {                                                                         \
+            for (k = 0; k < m; k++) row[k] = KERNEL(row[k]);                             \
+        }                                                                                \
+    }                                                                                    \
 }
 
 /* The float kernel's range: with |n + 1/2| < 2^14 the 9-bit heads of pi keep
@@ -534,52 +532,42 @@ static inline float ok__cosf_kernel(float x, float h, float magic, float scale)
     return scale * (r + (r * z) * p);
 }
 
-/*
- * Single-precision twin of ok_cos_tile for float32 models: the same contract
- * on a float tile, the argument being the float sum z + bias.  Max abs error
- * 3 float ulps of 1 times |scale|; |arguments| > OK_TRIG_MAX_F32, inf and nan
- * go through the double path (then libm).
- */
-OK_TARGET_CLONES __attribute__((unused))
-static void ok_cos_tile_f32(float *z, int64_t n, int64_t m, int64_t ld, const float *bias,
-                            float scale, int shift)
+/* The float tile's value for one element, whatever its argument: out of
+ * the float kernel's range, the double path (then libm). */
+static inline float ok__cosf_one(float x, float h, float magic, double dmagic, float scale,
+                                 int shift)
 {
-    const float h = (shift & 1) ? 0.0f : 0.5f;
-    const float magic = 12582912.0f + (float)((shift + 2) >> 1);
-    const double dmagic = OK_ROUND_MAGIC + (double)(shift + 1);
-    const float tmax = OK_TRIG_MAX_F32;
-    uint32_t lim;
-    int64_t i, k;
-    memcpy(&lim, &tmax, sizeof lim);
-    for (i = 0; i < n; i++) {
-        float *row = z + i * ld;
-        uint32_t out = 0;
-        if (bias) {
-            for (k = 0; k < m; k++) {
-                uint32_t u;
-                row[k] += bias[k];
-                memcpy(&u, &row[k], sizeof u);
-                out |= lim - (u & 0x7fffffffU);
-            }
-        } else {
-            for (k = 0; k < m; k++) {
-                uint32_t u;
-                memcpy(&u, &row[k], sizeof u);
-                out |= lim - (u & 0x7fffffffU);
-            }
-        }
-        if (out >> 31) {
-            for (k = 0; k < m; k++) {
-                float x = row[k];
-                row[k] = (fabsf(x) <= OK_TRIG_MAX_F32)
-                    ? ok__cosf_kernel(x, h, magic, scale)
-                    : (float)ok__cos_one((double)x, dmagic, (double)scale, shift);
-            }
-        } else {
-            for (k = 0; k < m; k++) row[k] = ok__cosf_kernel(row[k], h, magic, scale);
-        }
-    }
+    return (fabsf(x) <= OK_TRIG_MAX_F32)
+        ? ok__cosf_kernel(x, h, magic, scale)
+        : (float)ok__cos_one((double)x, dmagic, (double)scale, shift);
 }
+
+/*
+ * ok_cos_tile: the double tile.  Max abs error 2e-16 * |scale|: 1.2e-16 from
+ * the kernel, then the product by scale rounds once (1.85e-16 * |scale|
+ * measured at worst); |arguments| > OK_TRIG_MAX, inf and nan get libm's
+ * value (nan for inf, nan).
+ */
+#define OK__COS_SETUP_D const double magic = OK_ROUND_MAGIC + (double)(shift + 1);
+#define OK__COS_KERNEL_D(x) ok__cos_kernel(x, magic, scale)
+#define OK__COS_ONE_D(x) ok__cos_one(x, magic, scale, shift)
+OK_DEFINE_COS_TILE(ok_cos_tile, double, uint64_t, 63, 0x7fffffffffffffffULL, OK_TRIG_MAX,
+                   OK__COS_SETUP_D, OK__COS_KERNEL_D, OK__COS_ONE_D)
+
+/*
+ * ok_cos_tile_f32: the float tile for float32 models, the argument being the
+ * float sum z + bias.  Max abs error 3 float ulps of 1 times |scale|;
+ * |arguments| > OK_TRIG_MAX_F32, inf and nan go through the double path
+ * (then libm).
+ */
+#define OK__COS_SETUP_F                                                                  \
+    const float h = (shift & 1) ? 0.0f : 0.5f;                                           \
+    const float magic = 12582912.0f + (float)((shift + 2) >> 1);                         \
+    const double dmagic = OK_ROUND_MAGIC + (double)(shift + 1);
+#define OK__COS_KERNEL_F(x) ok__cosf_kernel(x, h, magic, scale)
+#define OK__COS_ONE_F(x) ok__cosf_one(x, h, magic, dmagic, scale, shift)
+OK_DEFINE_COS_TILE(ok_cos_tile_f32, float, uint32_t, 31, 0x7fffffffU, OK_TRIG_MAX_F32,
+                   OK__COS_SETUP_F, OK__COS_KERNEL_F, OK__COS_ONE_F)
 
 /* Publish a freshly generated cache block: store `desired` into *slot if it is
  * still NULL.  Returns the pointer that ends up in the slot (another thread's

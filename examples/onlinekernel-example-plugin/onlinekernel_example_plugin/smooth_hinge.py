@@ -79,19 +79,7 @@ class SmoothHinge(Loss):
         self.smoothing = float(smoothing)
 
     def loss(self, y, raw):
-        """Loss of each row (summed over outputs), shape ``(n,)``.
-
-        Parameters
-        ----------
-        y : array-like of shape (n, k) or (n,)
-            Labels, -1 or +1 per output.
-        raw : array-like of the same shape
-            Raw outputs of the model.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
+        """Loss of each row (summed over outputs), shape ``(n,)`` (the arguments as in :class:`onlinekernel.Loss`)."""
         y, raw = _as_columns(y), _as_columns(raw)
         h = self.smoothing
         gap = 1.0 - y * raw  # how far the margin falls short of 1
@@ -99,18 +87,6 @@ class SmoothHinge(Loss):
         return value.sum(axis=1)
 
     def gradient(self, y, raw):
-        """Derivative of the loss with respect to ``raw``, shape ``(n, k)``.
-
-        Parameters
-        ----------
-        y : array-like of shape (n, k) or (n,)
-            Labels, -1 or +1 per output.
-        raw : array-like of the same shape
-            Raw outputs of the model.
-
-        Returns
-        -------
-        ndarray of shape (n, k)
-        """
+        """Derivative of the loss with respect to ``raw``, shape ``(n, k)`` (the arguments as in :class:`onlinekernel.Loss`)."""
         y, raw = _as_columns(y), _as_columns(raw)
         return -y * np.clip((1.0 - y * raw) / self.smoothing, 0.0, 1.0)

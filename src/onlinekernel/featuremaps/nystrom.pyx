@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from libc.stdint cimport uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap
+from onlinekernel.core.linalg cimport real
 from onlinekernel.core import streams as _random
 from onlinekernel.core.params import params_eq
 
@@ -528,12 +529,7 @@ cdef class Nystrom(CyFeatureMap):
 
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        cdef Py_ssize_t F = self.n_components, d = self.n_features_in
-        if n == 0:
-            return
-        with gil:
-            self._into(params[0], np.asarray(<const double[:n, :ldx]> X)[:, :d],
-                       np.asarray(<double[:n, :F]> out))
+        _rows(self, params[0], X, n, ldx, out)
 
     cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
                             Py_ssize_t ldx, float* out, float* work) noexcept nogil:
@@ -541,12 +537,7 @@ cdef class Nystrom(CyFeatureMap):
         # widens the rows): L^{-1} of a kernel matrix amplifies the rounding
         # of its inputs, which single-precision kernel values would make
         # visible; only the features are rounded
-        cdef Py_ssize_t F = self.n_components, d = self.n_features_in
-        if n == 0:
-            return
-        with gil:
-            self._into(params[0], np.asarray(<const float[:n, :ldx]> X)[:, :d],
-                       np.asarray(<float[:n, :F]> out))
+        _rows(self, params[0], X, n, ldx, out)
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma,
@@ -573,3 +564,14 @@ cdef class Nystrom(CyFeatureMap):
         if d:
             self.bind(d)
             self.set_fitted_arrays(fitted)
+
+
+cdef void _rows(Nystrom fmap, double block, const real* X, Py_ssize_t n, Py_ssize_t ldx,
+                real* out) noexcept nogil:
+    """The map's features of n rows (either precision), through ``_into`` under the GIL."""
+    cdef Py_ssize_t F = fmap.n_components, d = fmap.n_features_in
+    if n == 0:
+        return
+    with gil:
+        fmap._into(block, np.asarray(<const real[:n, :ldx]> X)[:, :d],
+                   np.asarray(<real[:n, :F]> out))

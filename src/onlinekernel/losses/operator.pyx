@@ -36,9 +36,6 @@ Subclasses implement the ``nogil`` methods declared in ``operator.pxd``;
 """
 import numpy as np
 
-from onlinekernel.core.params import clone_of, params_eq, params_hash, params_repr, \
-    set_params_of
-
 
 def _as_square(A, M, name="A"):
     if not isinstance(A, np.ndarray) or A.dtype != np.float64 or A.shape != (M, M) \
@@ -48,7 +45,7 @@ def _as_square(A, M, name="A"):
     return A
 
 
-cdef class CyOperatorObjective:
+cdef class CyOperatorObjective(CyParams):
     """Base class of compiled operator objectives (see the module docstring).
 
     Python attributes describe the objective to the code that uses it:
@@ -108,27 +105,11 @@ cdef class CyOperatorObjective:
 
     def step(self, Z, A, double step, double alpha, sample_weight=None):
         """``A`` after one stochastic step on the rows of ``Z`` (a new array)."""
-        Zc, A2, sw, work = self._args(Z, A, sample_weight)
-        cdef const double[:, ::1] z = Zc
-        cdef double[:, ::1] a = A2
-        cdef const double[::1] w = sw
-        cdef double[::1] wk = work
-        if Zc.shape[0] and Zc.shape[1]:
-            self.sgd_step(&z[0, 0], &w[0], Zc.shape[0], Zc.shape[1], &a[0, 0], step, alpha,
-                          &wk[0])
-        return A2
+        return _apply(self, Z, A, sample_weight, False, step, alpha)
 
     def update(self, Z, A, double lam, sample_weight=None):
         """``A`` after the exact update with the rows of ``Z`` (a new array)."""
-        Zc, A2, sw, work = self._args(Z, A, sample_weight)
-        cdef const double[:, ::1] z = Zc
-        cdef double[:, ::1] a = A2
-        cdef const double[::1] w = sw
-        cdef double[::1] wk = work
-        if Zc.shape[0] and Zc.shape[1]:
-            self.exact_update(&z[0, 0], &w[0], Zc.shape[0], Zc.shape[1], &a[0, 0], lam,
-                              &wk[0])
-        return A2
+        return _apply(self, Z, A, sample_weight, True, lam, 0.0)
 
     def predict(self, Z, A):
         """The readout of each row of ``Z``, shape ``(n,)``."""
@@ -142,29 +123,19 @@ cdef class CyOperatorObjective:
             self.readout(&z[0, 0], Zc.shape[0], Zc.shape[1], &a[0, 0], &o[0], &wk[0])
         return out
 
-    def get_params(self, deep=True):
-        """Constructor parameters, as a dict (``deep``: for scikit-learn; no nested objects)."""
-        return {}
 
-    def set_params(self, **params):
-        """Set constructor parameters in place, checked first (scikit-learn's ``set_params``)."""
-        return set_params_of(self, params)
-
-    def __sklearn_clone__(self):
-        return clone_of(self)
-
-    def __reduce__(self):
-        return (type(self), (), self.get_params())
-
-    def __setstate__(self, state):
-        if state:
-            self.__init__(**state)
-
-    def __eq__(self, other):
-        return params_eq(self, other)
-
-    def __hash__(self):
-        return params_hash(self)
-
-    def __repr__(self):
-        return params_repr(self)
+cdef object _apply(CyOperatorObjective obj, Z, A, sample_weight, bint exact, double a,
+                   double alpha):
+    """A copy of ``A`` after ``obj``'s exact update (penalty ``a``) or its step (size ``a``)."""
+    Zc, A2, sw, work = obj._args(Z, A, sample_weight)
+    cdef const double[:, ::1] z = Zc
+    cdef double[:, ::1] c = A2
+    cdef const double[::1] w = sw
+    cdef double[::1] wk = work
+    if Zc.shape[0] and Zc.shape[1]:
+        if exact:
+            obj.exact_update(&z[0, 0], &w[0], Zc.shape[0], Zc.shape[1], &c[0, 0], a, &wk[0])
+        else:
+            obj.sgd_step(&z[0, 0], &w[0], Zc.shape[0], Zc.shape[1], &c[0, 0], a, alpha,
+                         &wk[0])
+    return A2

@@ -102,8 +102,8 @@ def compiled_extension():
     """The compiled solver's file in the onlinekernel being measured (its build time).
 
     Found by file name under the package's folder, not imported: the
-    extension named ``dsg`` (the doubly stochastic loop) where there is one, else the newest compiled
-    extension; None in a build without any.
+    extension named ``dsg`` (the doubly stochastic loop) where there is one,
+    else the newest compiled extension; None in a build without any.
     """
     import onlinekernel
     root = Path(onlinekernel.__file__).resolve().parent
@@ -256,14 +256,15 @@ def timed_compiled_steps():
 def onlinekernel_cos_tile():
     """onlinekernel's compiled cosine kernel ``cos_tile``, or None where this build has none.
 
-    ``limits.py`` measures it beside the machine's reference cosine.  It has
-    no public name (feature maps call it inside their compiled transform), so
-    it is looked up here, by its private module, and nowhere else.
+    ``limits.py`` measures it beside the machine's reference cosine
+    (:func:`onlinekernel.core.streams.cos_tile`; builds before the package
+    layout of issue 11 had it elsewhere).
     """
     try:
-        return importlib.import_module("onlinekernel.core.streams").cos_tile
-    except (ImportError, AttributeError):
+        from onlinekernel.core.streams import cos_tile
+    except ImportError:
         return None
+    return cos_tile
 
 
 def summarize(samples):

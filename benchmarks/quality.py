@@ -1030,7 +1030,7 @@ def library_info():
         git = ["git", "-C", str(root)]
         info["commit"] = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True,
                                         text=True, timeout=10).stdout.strip() or None
-        dirty = subprocess.run(git + ["status", "--porcelain", "--", "onlinekernel", "plugins"],
+        dirty = subprocess.run(git + ["status", "--porcelain", "--", "onlinekernel"],
                                capture_output=True, text=True, timeout=10).stdout
         info["sources_modified"] = sorted(line[3:] for line in dirty.splitlines())
     except (OSError, subprocess.SubprocessError):

@@ -170,8 +170,8 @@ def main(argv=None):
     fmat["best_possible_fit_ratio"] = fit["dense_s"] / fmat["solver_rest_sparse_s"]
     sgd["epochs"] = args.sgd_epochs
     for entry, models in ((fit, fits), (stream, streams), (sgd, sgds)):
-        entry["max_coef_difference"] = float(np.max(np.abs(models["sparse"]._coef
-                                                           - models["dense"]._coef)))
+        entry["max_coef_difference"] = float(np.max(np.abs(models["sparse"].coef_
+                                                           - models["dense"].coef_)))
         entry["test_accuracy"] = {k: float(np.mean(m.predict(Xt) == yt))
                                   for k, m in models.items()}
     pred["max_output_difference"] = float(np.max(np.abs(preds["sparse"] - preds["dense"])))

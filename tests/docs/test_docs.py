@@ -77,7 +77,7 @@ def test_docs_build_without_warnings_from_a_fresh_checkout(tmp_path):
     root = tmp_path / "checkout"
     ignore = shutil.ignore_patterns("*.so", "*.pyd", "*.c", "_build", "__pycache__", "build")
     shutil.copytree(DOCS, root / "docs", ignore=ignore)
-    for tree in ("onlinekernel", "benchmarks"):  # the pages read sources and results
+    for tree in ("src", "benchmarks"):  # the pages read sources and results
         shutil.copytree(DOCS.parent / tree, root / tree, ignore=ignore)
     command = _readme_docs_command()
     assert command[:3] == ["python", "-m", "sphinx"] and "-W" in command, command

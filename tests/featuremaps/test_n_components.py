@@ -17,7 +17,8 @@ import onlinekernel
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
                           DSGOneClassSVM, DSGQuantileRegressor, DSGRegressor,
                           FixedFeatureClassifier, FixedFeatureRegressor,
-                          ShrinkingGradientRegressor, modelfile)
+                          ShrinkingGradientRegressor)
+from onlinekernel.io import modelfile
 
 SGD = dict(solver="sgd", max_iter=2, tol=None, random_state=0)
 

@@ -212,7 +212,7 @@ def test_holdout_scored_from_memory_or_by_another_pass_alike(tmp_path, capsys, m
             "-o", tmp_path / "m.okm"] + SMALL
     code, kept, err = _run(argv, capsys)
     assert code == 0 and "holdout  100%" not in err
-    monkeypatch.setattr("onlinekernel.cli._HOLDOUT_BYTES", 0)
+    monkeypatch.setattr("onlinekernel.cli.train._HOLDOUT_BYTES", 0)
     code, reread, err = _run(argv, capsys)
     assert code == 0 and "holdout  100% | 400 rows" in err
     line = re.compile(r"^holdout R2 .*$", re.M)

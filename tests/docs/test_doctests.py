@@ -3,6 +3,7 @@ import doctest
 import importlib
 import pkgutil
 
+import numpy as np
 import pytest
 
 import onlinekernel
@@ -24,7 +25,9 @@ def test_docstring_examples(name):
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    for test in finder.find(module, name, globs=vars(module).copy()):
+    # numpydoc convention: examples may assume ``import numpy as np``.
+    globs = {"np": np, **vars(module)}
+    for test in finder.find(module, name, globs=globs):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"

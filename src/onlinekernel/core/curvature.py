@@ -25,7 +25,6 @@ loss protocol:
 
 Examples
 --------
->>> import numpy as np
 >>> from onlinekernel import get_loss
 >>> loss = get_loss("logistic")
 >>> y, raw, v = np.array([[1.0]]), np.array([[0.0]]), np.array([[1.0]])

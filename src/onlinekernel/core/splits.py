@@ -76,7 +76,6 @@ def content_split(X, seed, fraction):
 
     Examples
     --------
-    >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(1000, 3))
     >>> train, val = content_split(X, seed=0, fraction=0.1)
     >>> train.shape[0] + val.shape[0], 70 < val.shape[0] < 130

@@ -413,7 +413,6 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2))
@@ -549,7 +548,6 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
 
         Examples
         --------
-        >>> import numpy as np
         >>> from onlinekernel import DSGClassifier
         >>> X = np.random.default_rng(1).normal(size=(90, 2))
         >>> y = np.digitize(X[:, 0], [-0.5, 0.5])  # labels 0, 1 and 2

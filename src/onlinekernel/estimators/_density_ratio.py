@@ -37,7 +37,6 @@ def median_gamma(X):
 
     Examples
     --------
-    >>> import numpy as np
     >>> median_gamma(np.array([[0.0], [1.0], [3.0]]))  # distances 1, 2, 3
     0.125
     """
@@ -254,7 +253,6 @@ class DSGDensityRatio(BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGDensityRatio
     >>> rng = np.random.default_rng(0)
     >>> X_p = rng.normal(1.0, 1.0, size=(2000, 1))   # p = N(1, 1)

@@ -178,7 +178,6 @@ class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGRegressor, ExtremeLearningMachineRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(500, 2))
@@ -231,7 +230,6 @@ class ExtremeLearningMachineClassifier(_ELM, DSGClassifier):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import ExtremeLearningMachineClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2))
@@ -353,7 +351,6 @@ class WeightedKitchenSinksRegressor(_WRKS, DSGRegressor):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import WeightedKitchenSinksRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(500, 1))
@@ -402,7 +399,6 @@ class WeightedKitchenSinksClassifier(_WRKS, DSGClassifier):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import WeightedKitchenSinksClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2))

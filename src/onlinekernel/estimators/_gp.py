@@ -259,7 +259,6 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGGaussianProcessRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(500, 1))

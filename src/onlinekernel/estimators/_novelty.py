@@ -162,7 +162,6 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGOneClassSVM
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(1000, 2))

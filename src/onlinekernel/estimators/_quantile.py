@@ -102,7 +102,6 @@ class DSGQuantileRegressor(BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGQuantileRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-2, 2, size=(2000, 1))

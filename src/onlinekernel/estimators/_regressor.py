@@ -61,7 +61,6 @@ class DSGRegressor(RegressorMixin, BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import DSGRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(800, 1))

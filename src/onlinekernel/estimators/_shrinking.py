@@ -265,7 +265,6 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import ShrinkingGradientRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-2, 2, size=(1500, 2))

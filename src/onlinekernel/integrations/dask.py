@@ -52,7 +52,6 @@ def is_dask_collection(x):
 
     Examples
     --------
-    >>> import numpy as np
     >>> is_dask_collection(np.ones(3))
     False
     """
@@ -148,7 +147,6 @@ class RowArray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> U = RowArray(None, np.ones((3, 1)), np.zeros(1))
     >>> V = U + 0.5 * U + np.ones(1)   # no task: the coefficients combine
     >>> V.C.ravel().tolist(), V.b.tolist()

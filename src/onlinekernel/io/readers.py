@@ -736,7 +736,6 @@ def label_kind(values):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel.io.readers import label_kind
     >>> [label_kind(np.array(v)) for v in (["1", "-1"], ["0.5", "2"], ["a", "1"])]
     ['int', 'float', 'str']

@@ -96,7 +96,6 @@ def feature_dtype(solver, model_dtype, tol):
 
     Examples
     --------
-    >>> import numpy as np
     >>> feature_dtype("newton-cg", np.float64, 1e-4)
     dtype('float32')
     >>> feature_dtype("newton-cg", np.float64, 1e-8)

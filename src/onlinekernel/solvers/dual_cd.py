@@ -357,7 +357,6 @@ def solve_dual_cd(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None,
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> rng = np.random.default_rng(0)

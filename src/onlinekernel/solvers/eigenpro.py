@@ -45,7 +45,6 @@ def max_curvature(loss, Y, U):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_loss
     >>> Y, U = np.array([[1.0], [-1.0]]), np.zeros((2, 1))
     >>> round(float(max_curvature(get_loss("logistic"), Y, U)), 6)
@@ -103,7 +102,6 @@ class EigenPro:
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> Phi = rng.normal(size=(400, 30)) * np.linspace(3.0, 0.1, 30)  # a decaying spectrum
     >>> pre = EigenPro.estimate(Phi, k=5)

@@ -86,7 +86,6 @@ class FeatureOperator:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("gaussian", n_components=8, gamma=0.5).bind(2)
     >>> X = np.random.default_rng(0).normal(size=(5, 2))

@@ -92,7 +92,6 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> rng = np.random.default_rng(0)
@@ -355,7 +354,6 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> rng = np.random.default_rng(0)
@@ -459,7 +457,6 @@ def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, cal
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> rng = np.random.default_rng(0)

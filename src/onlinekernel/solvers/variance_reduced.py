@@ -153,7 +153,6 @@ def smoothness_bound(problem, U=None, mean=None, intercept_scale=1.0):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
@@ -225,7 +224,6 @@ def coordinates(problem, rng=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
@@ -260,7 +258,6 @@ def step_size(problem, batch_size, U=None, rng=None, mean=None, intercept_scale=
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
@@ -456,7 +453,6 @@ solve_svrg.__doc__ = """Stochastic variance-reduced gradient (Johnson & Zhang 20
 """ + _PARAMETERS + """
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem, solve_newton_cg
     >>> rng = np.random.default_rng(0)
@@ -478,7 +474,6 @@ solve_sarah.__doc__ = """StochAstic Recursive grAdient algoritHm (Nguyen et al. 
 """ + _PARAMETERS + """
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem, solve_newton_cg
     >>> rng = np.random.default_rng(0)

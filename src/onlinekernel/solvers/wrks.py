@@ -33,7 +33,6 @@ def project(C, constraint, radius):
 
     Examples
     --------
-    >>> import numpy as np
     >>> C = np.array([[3.0], [-0.5], [0.1], [0.0]])
     >>> project(C, "linf", 2.0).ravel()
     array([ 0.5, -0.5,  0.1,  0. ])
@@ -126,7 +125,6 @@ def solve_wrks(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, call
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map, get_loss
     >>> from onlinekernel.solvers import FeatureOperator, Problem
     >>> rng = np.random.default_rng(0)

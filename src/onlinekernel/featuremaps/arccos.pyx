@@ -68,7 +68,6 @@ cdef class ArcCosine(CyFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("arccos", n_components=4096, order=1).bind(2)
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -39,7 +39,6 @@ cdef class Gaussian(FourierFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("gaussian", n_components=4096, gamma=0.5).bind(3)
     >>> X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])

@@ -98,7 +98,6 @@ cdef class InfiniteLayerUnits(CyFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> relu = get_feature_map("iln", n_components=4096, gamma=0.5, bias=1.0).bind(2)
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -137,7 +137,6 @@ cdef class Matern(FourierFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("matern", n_components=4096, gamma=0.5, nu=1.5).bind(3)
     >>> X = np.array([[0.0, 0.0, 0.0], [1.0, -1.0, 0.0]])
@@ -224,7 +223,6 @@ cdef class IsotropicCauchy(FourierFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("isotropic_cauchy", n_components=4096, gamma=0.5).bind(3)
     >>> X = np.array([[0.0, 0.0, 0.0], [1.0, -1.0, 0.0]])

@@ -138,7 +138,6 @@ cdef class Nystrom(CyFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(500, 3))
@@ -419,7 +418,6 @@ cdef class Nystrom(CyFeatureMap):
 
         Examples
         --------
-        >>> import numpy as np
         >>> from onlinekernel import get_feature_map
         >>> X = np.random.default_rng(0).normal(size=(50, 2))
         >>> fmap = get_feature_map("nystrom", n_components=8, gamma=0.5).bind(2).fit(X, 0, 2)

@@ -114,7 +114,6 @@ cdef class OrthogonalRandomFeatures(FourierFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("orf", n_components=4096, gamma=0.5).bind(3)
     >>> X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])

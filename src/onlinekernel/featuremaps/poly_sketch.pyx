@@ -169,7 +169,6 @@ cdef class PolySketch(CyFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("poly_sketch", n_components=4096, degree=2,
     ...                        coef0=1.0).bind(2)

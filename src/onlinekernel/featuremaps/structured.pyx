@@ -209,7 +209,6 @@ cdef class StructuredOrthogonalRandomFeatures(HadamardFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("sorf", n_components=4096, gamma=0.02).bind(100)
     >>> fmap.padded, fmap.param_size
@@ -322,7 +321,6 @@ cdef class Fastfood(HadamardFeatureMap):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("fastfood", n_components=2048, gamma=0.5).bind(3)
     >>> fmap.padded, fmap.n_chunks, fmap.param_size

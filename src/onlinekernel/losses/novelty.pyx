@@ -68,7 +68,6 @@ cdef class Novelty(CyScalarLoss):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_loss
     >>> loss = get_loss("novelty", nu=0.2)
     >>> loss.loss([[0.0], [0.0]], [[-0.5], [0.3]])

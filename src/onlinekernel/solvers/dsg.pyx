@@ -414,7 +414,6 @@ def gemm(const real[:, ::1] A, const real[:, ::1] B, bint transpose_a=False):
 
     Examples
     --------
-    >>> import numpy as np
     >>> A = np.arange(6.0).reshape(2, 3); B = np.ones((3, 2))
     >>> gemm(A, B)
     array([[ 3.,  3.],

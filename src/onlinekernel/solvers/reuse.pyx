@@ -343,7 +343,6 @@ def precondition(Phi, G, double ridge):
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> Phi, G = rng.normal(size=(5, 8)), rng.normal(size=(5, 2))
     >>> X = precondition(Phi, G, 0.1)

@@ -155,7 +155,6 @@ def est_scalar_prod(CyFeatureMap emap, uint64_t seed, uint64_t t, const double[:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> units = get_feature_map("iln", n_components=1).bind(2)   # one unit per pair
     >>> support, beta = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([2.0, -1.0])
@@ -301,7 +300,6 @@ def readout_accumulate(CyFeatureMap fmap, uint64_t seed, Py_ssize_t n_blocks,
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel import get_feature_map
     >>> fmap = get_feature_map("iln", n_components=8).bind(3)
     >>> X, G = np.ones((5, 3)), np.ones((5, 1))

@@ -13,15 +13,7 @@ import numbers
 
 import numpy as np
 
-
-def _dual_targets(y):
-    """``y`` as a C-contiguous float64 ``(n, k)`` array (a 1-d ``y`` is one column)."""
-    Y = np.ascontiguousarray(y, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y[:, None]
-    if Y.ndim != 2:
-        raise ValueError(f"y must be 1-d or 2-d, got shape {np.shape(y)}")
-    return Y
+from onlinekernel.losses.base import _as_2d
 
 
 def _filled(Y, value):
@@ -55,14 +47,8 @@ cdef class Hinge(CyScalarLoss):
         :math:`\epsilon = 0`: the dual variables of the SVM, for the dual
         coordinate descent solver.
 
-        Parameters
-        ----------
-        y : array-like of shape (n, k)
-            Labels in {-1, +1}, one column per output.
-
-        Returns
-        -------
-        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+        ``y``: labels in {-1, +1}, shape ``(n, k)``, one column per output; returns
+        ``(r, s, lo, hi, eps)``, each a float64 ``(n, k)`` array.
 
         Examples
         --------
@@ -71,7 +57,7 @@ cdef class Hinge(CyScalarLoss):
         >>> s.ravel(), lo.ravel(), hi.ravel(), r.ravel(), eps.ravel()
         (array([ 1., -1.]), array([0., 0.]), array([1., 1.]), array([1., 1.]), array([0., 0.]))
         """
-        Y = _dual_targets(y)
+        Y = _as_2d(y, "y")
         return (_filled(Y, 1.0), Y.copy(), _filled(Y, 0.0), _filled(Y, 1.0),
                 _filled(Y, 0.0))
 
@@ -316,14 +302,8 @@ cdef class EpsilonInsensitive(CyScalarLoss):
         :math:`\epsilon` is the loss's ``epsilon``: the two-sided dual of
         support vector regression, for the dual coordinate descent solver.
 
-        Parameters
-        ----------
-        y : array-like of shape (n, k)
-            Real targets, one column per output.
-
-        Returns
-        -------
-        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+        ``y``: real targets, shape ``(n, k)``, one column per output; returns
+        ``(r, s, lo, hi, eps)``, each a float64 ``(n, k)`` array.
 
         Examples
         --------
@@ -332,7 +312,7 @@ cdef class EpsilonInsensitive(CyScalarLoss):
         >>> float(r[0, 0]), float(s[0, 0]), float(lo[0, 0]), float(hi[0, 0]), float(eps[0, 0])
         (2.0, 1.0, -1.0, 1.0, 0.5)
         """
-        Y = _dual_targets(y)
+        Y = _as_2d(y, "y")
         return (Y.copy(), _filled(Y, 1.0), _filled(Y, -1.0), _filled(Y, 1.0),
                 _filled(Y, self.epsilon))
 
@@ -382,14 +362,8 @@ cdef class Quantile(CyScalarLoss):
         Here :math:`r = y`, :math:`s = 1`, :math:`[lo, hi] = [\tau - 1, \tau]`,
         :math:`\epsilon = 0`, for the dual coordinate descent solver.
 
-        Parameters
-        ----------
-        y : array-like of shape (n, k)
-            Real targets, one column per output.
-
-        Returns
-        -------
-        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+        ``y``: real targets, shape ``(n, k)``, one column per output; returns
+        ``(r, s, lo, hi, eps)``, each a float64 ``(n, k)`` array.
 
         Examples
         --------
@@ -398,7 +372,7 @@ cdef class Quantile(CyScalarLoss):
         >>> float(r[0, 0]), float(s[0, 0]), round(float(lo[0, 0]), 12), float(hi[0, 0])
         (3.0, 1.0, -0.1, 0.9)
         """
-        Y = _dual_targets(y)
+        Y = _as_2d(y, "y")
         return (Y.copy(), _filled(Y, 1.0), _filled(Y, self.quantile - 1.0),
                 _filled(Y, self.quantile), _filled(Y, 0.0))
 

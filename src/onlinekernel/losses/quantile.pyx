@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from onlinekernel.losses.base cimport CyLoss
+from onlinekernel.losses.base import _as_2d
 
 
 cdef class MultiQuantile(CyLoss):
@@ -115,15 +116,9 @@ cdef class MultiQuantile(CyLoss):
         :math:`\epsilon = 0`, for the dual coordinate descent solver.  Output
         ``c`` uses ``quantiles[c]``, as in :meth:`loss`.
 
-        Parameters
-        ----------
-        y : array-like of shape (n, k)
-            Real targets, one column per output (``k`` at most the number of
-            levels).
-
-        Returns
-        -------
-        r, s, lo, hi, eps : tuple of ndarray of shape (n, k), float64
+        ``y``: real targets, shape ``(n, k)``, one column per output (``k`` at
+        most the number of levels); returns ``(r, s, lo, hi, eps)``, each a
+        float64 ``(n, k)`` array.
 
         Examples
         --------
@@ -137,11 +132,7 @@ cdef class MultiQuantile(CyLoss):
         array([[0.25, 0.75],
                [0.25, 0.75]])
         """
-        Y = np.ascontiguousarray(y, dtype=np.float64)
-        if Y.ndim == 1:
-            Y = Y[:, None]
-        if Y.ndim != 2:
-            raise ValueError(f"y must be 1-d or 2-d, got shape {np.shape(y)}")
+        Y = _as_2d(y, "y")
         self._check_outputs(Y.shape[1])
         tau = np.broadcast_to(np.asarray(self.taus)[:Y.shape[1]], Y.shape)
         return (Y.copy(), np.ones_like(Y), tau - 1.0, np.array(tau), np.zeros_like(Y))

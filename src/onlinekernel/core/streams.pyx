@@ -26,6 +26,18 @@ __all__ = ["philox4x32", "words", "uniform", "normal", "cauchy", "hashes", "sign
            "permutations", "chi", "stable_log", "stable_cos", "stable_sin", "cos_tile"]
 
 
+ctypedef void (*_fill_f64)(uint64_t, uint64_t, uint32_t, int64_t, double*) noexcept nogil
+
+
+cdef object _draws(_fill_f64 fill, uint64_t seed, uint64_t block, uint32_t stream, int64_t n):
+    """``n`` float64 values of stream ``(seed, block, stream)`` written by ``fill``."""
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] v = out
+    if n:
+        fill(seed, block, stream, n, &v[0])
+    return out
+
+
 def philox4x32(counter, key):
     """Return the four output words of Philox4x32-10 for one counter and key."""
     cdef uint32_t c[4]
@@ -63,20 +75,12 @@ def uniform(uint64_t seed, uint64_t block, uint32_t stream, int64_t n,
 
 def normal(uint64_t seed, uint64_t block, uint32_t stream, int64_t n):
     """``n`` standard normal draws (Box-Muller on the package's own log/sin/cos)."""
-    out = np.empty(n, dtype=np.float64)
-    cdef double[::1] v = out
-    if n:
-        ok_fill_normal(seed, block, stream, n, &v[0])
-    return out
+    return _draws(ok_fill_normal, seed, block, stream, n)
 
 
 def cauchy(uint64_t seed, uint64_t block, uint32_t stream, int64_t n):
     """``n`` standard Cauchy draws."""
-    out = np.empty(n, dtype=np.float64)
-    cdef double[::1] v = out
-    if n:
-        ok_fill_cauchy(seed, block, stream, n, &v[0])
-    return out
+    return _draws(ok_fill_cauchy, seed, block, stream, n)
 
 
 def hashes(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, uint32_t m):
@@ -92,11 +96,7 @@ def hashes(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, uint32_t m
 
 def signs(uint64_t seed, uint64_t block, uint32_t stream, int64_t n):
     """``n`` random signs, each ``+1.0`` or ``-1.0``."""
-    out = np.empty(n, dtype=np.float64)
-    cdef double[::1] v = out
-    if n:
-        ok_fill_sign(seed, block, stream, n, &v[0])
-    return out
+    return _draws(ok_fill_sign, seed, block, stream, n)
 
 
 def permutations(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, int64_t m):
@@ -130,7 +130,6 @@ def chi(uint64_t seed, uint64_t block, uint32_t stream, int64_t n, double k):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel.core.streams import chi
     >>> r = chi(seed=3, block=0, stream=4, n=20000, k=64)
     >>> bool(abs(np.mean(r ** 2) - 64) < 0.5)
@@ -204,7 +203,6 @@ def cos_tile(z, bias=None, double scale=1.0, bint sine=False):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from onlinekernel.core.streams import cos_tile
     >>> cos_tile([[0.0, np.pi]])
     array([[ 1., -1.]])

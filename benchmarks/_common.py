@@ -355,6 +355,31 @@ def add_output_dir(parser, flag="--output-dir", default=RESULTS_DIR):
                         help="folder of the result files (default: %(default)s)")
 
 
+def add_output(parser, name, beside=""):
+    """``--output``: the JSON file, by default ``RESULTS_DIR/NAME[_quick].json`` (see
+    :func:`fill_output`); ``beside`` ends the help (what else goes beside it)."""
+    parser.add_argument("--output", type=Path, default=None,
+                        help=f"JSON file to write (default: benchmarks/results/{name}.json, or "
+                             f"{name}_quick.json with --quick){beside}")
+
+
+def fill_output(args, name):
+    """Set ``args.output`` left None to ``RESULTS_DIR/NAME.json`` (``NAME_quick.json``
+    with ``--quick``)."""
+    if args.output is None:
+        args.output = RESULTS_DIR / (f"{name}_quick.json" if args.quick else f"{name}.json")
+    return args
+
+
+def add_budget(parser):
+    """``--block-size`` and ``--max-blocks``: onlinekernel's feature budget."""
+    parser.add_argument("--block-size", type=int, default=256,
+                        help="onlinekernel features per block (default: %(default)s)")
+    parser.add_argument("--max-blocks", type=int, default=16,
+                        help="onlinekernel budget in blocks; M = block size x max blocks is "
+                             "also RBFSampler's n_components (default: %(default)s)")
+
+
 def add_seed(parser, what="models and data"):
     parser.add_argument("--seed", type=int, default=0,
                         help=f"seed of the {what} (default: %(default)s)")

@@ -40,9 +40,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from onlinekernel import DSGClassifier
 
-from ._common import (RESULTS_DIR, add_blas_threads, add_data_dir, add_seed, argument_parser,
-                      fill_quick_defaults, load_average, load_dataset, report_header,
-                      timed_compiled_steps, write_json)
+from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
+                      argument_parser, fill_output, fill_quick_defaults, load_average, load_dataset,
+                      report_header, timed_compiled_steps, write_json)
 
 CLASSES = np.array([-1, 1])
 
@@ -355,20 +355,14 @@ def parse_args(argv=None):
     p = argument_parser(__doc__, "smoke run: 10000 train / 10000 test rows of ijcnn1, "
                                  "20000 / 5000 synthetic rows, one repeat")
     add_data_dir(p, "folder holding ijcnn1.npz")
-    p.add_argument("--output", type=Path, default=None,
-                   help="JSON file to write (default: benchmarks/results/first_benchmark.json, "
-                        "or first_benchmark_quick.json with --quick)")
+    add_output(p, "first_benchmark")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed one-pass repeats per library (default 2, 1 with --quick); the "
                         "libraries alternate which one runs first, so an even count is balanced")
     p.add_argument("--passes", type=int, default=2,
                    help="passes over the data for the accuracy-by-pass figures "
                         "(default: %(default)s)")
-    p.add_argument("--block-size", type=int, default=256,
-                   help="onlinekernel features per block (default: %(default)s)")
-    p.add_argument("--max-blocks", type=int, default=16,
-                   help="onlinekernel budget in blocks; M = block size x max blocks is also "
-                        "RBFSampler's n_components (default: %(default)s)")
+    add_budget(p)
     p.add_argument("--gamma-ijcnn1", type=float, default=1.0,
                    help="RBF gamma on ijcnn1 (default: %(default)s; shells32 uses 1/32)")
     p.add_argument("--synthetic-train", type=int, default=None,
@@ -381,10 +375,7 @@ def parse_args(argv=None):
                                synthetic_train=(100_000, 20_000), synthetic_test=(20_000, 5_000))
     if args.repeats < 1 or args.passes < 1:
         p.error("--repeats and --passes must be >= 1")
-    if args.output is None:
-        args.output = RESULTS_DIR / ("first_benchmark_quick.json" if args.quick
-                                            else "first_benchmark.json")
-    return args
+    return fill_output(args, "first_benchmark")
 
 
 def main(argv=None):

@@ -86,8 +86,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._common import (RESULTS_DIR, argument_parser, fill_quick_defaults, load_average, make_logger,
-                      onlinekernel_cos_tile, parse_int_list, report_header, write_json)
+from ._common import (add_output, argument_parser, fill_output, fill_quick_defaults, load_average,
+                      make_logger, onlinekernel_cos_tile, parse_int_list, report_header, write_json)
 
 TILE_ROWS = 128     # rows per tile in the solver
 BLOCK_FEATURES = 256  # features per block (DSGClassifier's default block_size)
@@ -685,9 +685,7 @@ def format_table(limits):
 
 def parse_args(argv=None):
     p = argument_parser(__doc__, "smoke run: 3 repeats of ~10 ms, 1024^3 square GEMM")
-    p.add_argument("--output", type=Path, default=None,
-                   help="JSON file (default: benchmarks/results/limits.json, or "
-                        "limits_quick.json with --quick)")
+    add_output(p, "limits")
     p.add_argument("--dims", type=parse_int_list, default=[16, 128, 784],
                    help="input dimensions d, comma-separated (default: 16,128,784)")
     p.add_argument("--repeats", type=int, default=None,
@@ -697,9 +695,7 @@ def parse_args(argv=None):
     args = fill_quick_defaults(p.parse_args(argv), repeats=(5, 3), square=(2048, 1024))
     if args.repeats < 1 or args.square < 0:
         p.error("--repeats must be >= 1 and --square >= 0")
-    if args.output is None:
-        args.output = RESULTS_DIR / ("limits_quick.json" if args.quick else "limits.json")
-    return args
+    return fill_output(args, "limits")
 
 
 def main(argv=None):

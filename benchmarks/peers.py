@@ -78,9 +78,9 @@ from threadpoolctl import threadpool_limits
 
 from onlinekernel import DSGClassifier
 
-from ._common import (RESULTS_DIR, add_blas_threads, add_data_dir, add_seed, argument_parser,
-                      fill_quick_defaults, load_average, parse_int_list, report_header,
-                      timed_compiled_steps, write_json)
+from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
+                      argument_parser, fill_output, fill_quick_defaults, load_average,
+                      parse_int_list, report_header, timed_compiled_steps, write_json)
 from .first_benchmark import load_ijcnn1, make_shells  # the same data
 
 CLASSES = np.array([-1, 1])
@@ -716,17 +716,11 @@ def parse_args(argv=None):
     add_data_dir(p, "folder holding ijcnn1.npz")
     p.add_argument("--datasets", nargs="+", choices=("ijcnn1", "shells32"),
                    default=["ijcnn1", "shells32"], help="datasets to run (default: both)")
-    p.add_argument("--output", type=Path, default=None,
-                   help="JSON file to write (default: benchmarks/results/peers.json, or "
-                        "peers_quick.json with --quick); the PNG files go beside it")
+    add_output(p, "peers", "; the PNG files go beside it")
     p.add_argument("--no-plots", action="store_true", help="do not draw the PNG files")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed one-pass repeats per contender (default 3, 1 with --quick)")
-    p.add_argument("--block-size", type=int, default=256,
-                   help="onlinekernel features per block (default: %(default)s)")
-    p.add_argument("--max-blocks", type=int, default=16,
-                   help="onlinekernel budget in blocks; M = block size x max blocks is also "
-                        "RBFSampler's n_components (default: %(default)s)")
+    add_budget(p)
     p.add_argument("--chunk-rows", type=int, default=4096,
                    help="rows per partial_fit call of onlinekernel, and per accuracy point of "
                         "the time-to-accuracy curves (default: %(default)s)")
@@ -786,9 +780,7 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.river_latency_updates < 0 or (args.train_rows is not None and args.train_rows < 1):
         p.error("--river-latency-updates must be >= 0 and --train-rows >= 1")
-    if args.output is None:
-        args.output = RESULTS_DIR / ("peers_quick.json" if args.quick else "peers.json")
-    return args
+    return fill_output(args, "peers")
 
 
 def main(argv=None):

@@ -69,16 +69,15 @@ predictions; on a 2-core machine shared with other jobs it took 25 minutes
 of wall time.  The quick run (10,000 rows, one repeat) takes 1-2 minutes.
 """
 import time
-from pathlib import Path
 
 import numpy as np
 
 from onlinekernel import DSGClassifier
 
 from . import limits as limits_mod
-from ._common import (RESULTS_DIR, argument_parser, busiest_thread_seconds, fill_quick_defaults,
-                      load_average, make_logger, parse_int_list, report_header, thread_cpu_seconds,
-                      write_json)
+from ._common import (add_output, argument_parser, busiest_thread_seconds, fill_output,
+                      fill_quick_defaults, load_average, make_logger, parse_int_list, report_header,
+                      thread_cpu_seconds, write_json)
 
 CLASSES = np.array([-1, 1])
 BLOCK_SIZE = 256
@@ -554,9 +553,7 @@ def _save(fig, path, plt):
 # --------------------------------------------------------------------------- #
 def parse_args(argv=None):
     p = argument_parser(__doc__, "smoke run: 10,000 rows, 1 repeat, 1000 updates, smaller sweep")
-    p.add_argument("--output", type=Path, default=None,
-                   help="JSON file; plots are written beside it, named after it "
-                        "(default: benchmarks/results/speed.json, speed_quick.json with --quick)")
+    add_output(p, "speed", "; plots are written beside it, named after it")
     p.add_argument("--rows", type=int, default=None,
                    help="rows predicted (default 100000, 10000 with --quick)")
     p.add_argument("--repeats", type=int, default=None,
@@ -599,9 +596,7 @@ def parse_args(argv=None):
         p.error("--latency-updates must cover at least two --latency-window windows")
     if any(m % BLOCK_SIZE for m in args.sweep_features):
         p.error(f"--sweep-features must be multiples of {BLOCK_SIZE}")
-    if args.output is None:
-        args.output = RESULTS_DIR / ("speed_quick.json" if args.quick else "speed.json")
-    return args
+    return fill_output(args, "speed")
 
 
 def main(argv=None):

@@ -70,6 +70,9 @@ PARAMS["step_attributes"] = (
     "    Training steps taken.\n"
     "seed_ : int\n"
     "    The 64-bit seed of the random features.")
+PARAMS["batch_attributes"] = (
+    "n_random_features_, n_blocks_, seed_, gamma_, loss_, feature_map_, n_features_in_, solver_\n"
+    "    As in :class:`onlinekernel.DSGClassifier`.")
 
 # The summaries several estimators share
 FIT_SOLVER = "Fit the model on ``(X, y)`` with ``solver`` (see the class docstring)."

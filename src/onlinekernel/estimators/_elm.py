@@ -13,6 +13,7 @@ prediction and model files are the shared mechanism.
   and minimise the empirical risk with the weights in a norm ball:
   ``solver="wrks"`` (:func:`onlinekernel.solvers.wrks.solve_wrks`).
 """
+from onlinekernel.estimators import _docs
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._regressor import DSGRegressor
 from onlinekernel.solvers.wrks import check_ball
@@ -143,6 +144,7 @@ _ELM_PARAMS = """
         As in :class:`onlinekernel.DSGClassifier` (one line for the solve)."""
 
 
+@_docs.fill
 class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
     __doc__ = r"""Extreme learning machine: random hidden units and a ridge output layer.
 
@@ -169,8 +171,7 @@ class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
     coef_ : ndarray of shape (n_random_features_, 1)
         The output weights.
     intercept_ : ndarray of shape (1,)
-    n_random_features_, n_blocks_, seed_, gamma_, loss_, feature_map_, n_features_in_, solver_
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{batch_attributes}}
 
     See Also
     --------
@@ -201,6 +202,7 @@ class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
     loss = "squared"
 
 
+@_docs.fill
 class ExtremeLearningMachineClassifier(_ELM, DSGClassifier):
     __doc__ = r"""Extreme learning machine classifier: random hidden units, ridge on ±1 targets.
 
@@ -221,8 +223,7 @@ class ExtremeLearningMachineClassifier(_ELM, DSGClassifier):
     coef_ : ndarray of shape (n_random_features_, n_outputs)
         The output weights (one column for two classes, else one per class).
     intercept_ : ndarray of shape (n_outputs,)
-    n_random_features_, n_blocks_, seed_, gamma_, loss_, feature_map_, n_features_in_, solver_
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{batch_attributes}}
 
     See Also
     --------
@@ -315,6 +316,7 @@ _WRKS_PARAMS = """
         norm, step), as in :class:`onlinekernel.DSGClassifier`."""
 
 
+@_docs.fill
 class WeightedKitchenSinksRegressor(_WRKS, DSGRegressor):
     __doc__ = r"""Weighted random kitchen sinks: random features, weights in a norm ball.
 
@@ -337,8 +339,7 @@ class WeightedKitchenSinksRegressor(_WRKS, DSGRegressor):
     intercept_ : ndarray of shape (1,)
     n_iter_ : int
         Projected-gradient iterations of the last fit.
-    n_random_features_, n_blocks_, seed_, gamma_, loss_, feature_map_, n_features_in_, solver_
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{batch_attributes}}
 
     See Also
     --------
@@ -372,6 +373,7 @@ class WeightedKitchenSinksRegressor(_WRKS, DSGRegressor):
         self._store_params(locals())
 
 
+@_docs.fill
 class WeightedKitchenSinksClassifier(_WRKS, DSGClassifier):
     __doc__ = r"""Weighted random kitchen sinks for classification (Rahimi & Recht 2008).
 
@@ -390,8 +392,7 @@ class WeightedKitchenSinksClassifier(_WRKS, DSGClassifier):
     coef_ : ndarray of shape (n_random_features_, n_outputs)
     intercept_ : ndarray of shape (n_outputs,)
     n_iter_ : int
-    n_random_features_, n_blocks_, seed_, gamma_, loss_, feature_map_, n_features_in_, solver_
-        As in :class:`onlinekernel.DSGClassifier`.
+    {{batch_attributes}}
 
     See Also
     --------

@@ -7,13 +7,18 @@ both when ``average`` is on, and the step counters.  A training call
 resolves its parameters once into a :class:`TrainConfig`; the compiled
 steps update a :class:`~onlinekernel.solvers.dsg.ModelState` made from (and
 written back to) these attributes by ``model_state`` and
-``publish_model_state``.  Every update is transactional: inputs are
-validated first and training runs on a copy of the state that replaces the
-old one only on success, so a failed call leaves the model exactly as it was.
+``publish_model_state``.  Every update is transactional
+(``BaseDSG._training``): inputs are validated first and training runs on a
+copy of the state that replaces the old one only on success, so a failed
+call leaves the model exactly as it was.  The settings an estimator's
+constructor may not take (reuse, forgetting, ...) are resolved in one place,
+``BaseDSG._setting``.
 """
+import contextlib
 import copy
 import dataclasses
 import functools
+import inspect
 import math
 import numbers
 import operator
@@ -411,6 +416,7 @@ def _constant_minimiser(loss, Y, w, n_outputs):
 _validated = weakref.WeakKeyDictionary()
 _param_names = {}
 _param_getters = {}
+_fixed_settings = {}
 _PLAIN = (str, int, float, bool, type(None), np.float64, np.int64)
 
 
@@ -440,6 +446,14 @@ def _params_key(estimator):
     return types, values  # types first: equal types before values are compared
 
 
+def _param_defaults(cls):
+    """The constructor's default of each parameter of ``cls`` (those that have one)."""
+    sig = inspect.signature(cls.__init__)
+    return {name: p.default for name, p in sig.parameters.items()
+            if name != "self" and p.default is not inspect.Parameter.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
 def dask_rows(method):
     """Let a prediction method take a dask collection: mapped over its row partitions.
 
@@ -455,26 +469,16 @@ def dask_rows(method):
 
 
 def transactional(method):
-    """Run a training method atomically with respect to failures and readers.
+    """Run a public training method as one transaction (``BaseDSG._training``).
 
-    * On any exception the estimator is left exactly as it was: training works
-      on copies of the state arrays and the attribute dictionary (a shallow
-      copy taken on entry, before input validation sets ``n_features_in_``)
-      is put back in one assignment.
-    * Training calls of one estimator are serialised by a lock, and a
-      successful call publishes its new state in one ``dict.update``, so a
-      ``predict`` running in another thread (which reads one snapshot of the
-      dictionary) sees either the model before the call or the model after.
+    The method's input validation, which sets attributes (``n_features_in_``)
+    before the new state exists, runs inside the transaction: a failure puts
+    them back too.
     """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with train_lock(self):
-            saved = dict(self.__dict__)
-            try:
-                return method(self, *args, **kwargs)
-            except BaseException:
-                object.__setattr__(self, "__dict__", saved)
-                raise
+        with self._training(publish=False):
+            return method(self, *args, **kwargs)
     return wrapper
 
 
@@ -490,20 +494,13 @@ class BaseDSG(BaseEstimator):
     # them (JSON-able values or numeric arrays) and refuse to save others.
     _extra_state = ()
 
-    # What a full budget does, for estimators whose constructor does not take
-    # these parameters (DSGClassifier and DSGRegressor do): the plain update.
-    reuse = "all"
-    reuse_schedule = (1, 0)
-    # No step floor and no forgetting, for estimators without these parameters
-    # (and models pickled before they existed)
-    eta_min = 0.0
-    forgetting = 0.0
-    precondition = False
-    projection = False
-    # Parameters every public estimator takes, as class defaults for models
-    # pickled before they existed: the budget in max_blocks, a silent fit.
-    n_components = None
-    verbose = 0
+    # The algorithm's value of each setting its constructor does not take (see
+    # ``_setting``): the plain budget update, no step floor, no forgetting, no
+    # preconditioning or projection.  A subclass that fixes more settings
+    # (constant steps, say) extends the dict; a parameter of the constructor
+    # always wins over an entry here.
+    _FIXED_SETTINGS = {"reuse": "all", "reuse_schedule": (1, 0), "eta_min": 0.0,
+                       "forgetting": 0.0, "precondition": False, "projection": False}
 
     # What each parameter accepts on its own (see _constraints), checked by
     # _validate_params for the parameters of the constructor; subclasses
@@ -561,6 +558,39 @@ class BaseDSG(BaseEstimator):
         if names is None:
             names = _param_names[cls] = tuple(super()._get_param_names())
         return list(names)
+
+    @classmethod
+    def _fixed_settings(cls):
+        """``_FIXED_SETTINGS`` without the parameters the constructor takes (once per class)."""
+        fixed = _fixed_settings.get(cls)
+        if fixed is None:
+            names = set(cls._get_param_names())
+            fixed = _fixed_settings[cls] = {k: v for k, v in cls._FIXED_SETTINGS.items()
+                                            if k not in names}
+        return fixed
+
+    def _setting(self, name):
+        """The setting ``name`` of this estimator: the one place it is resolved.
+
+        The parameter when the constructor takes it, else the algorithm's
+        fixed value (``_FIXED_SETTINGS``).  The shared training code reads
+        the settings of ``_FIXED_SETTINGS`` through here, never as attributes.
+        """
+        fixed = self._fixed_settings()
+        return fixed[name] if name in fixed else getattr(self, name)
+
+    def _settings(self):
+        """The settings the shared rules check and the steps run with, resolved.
+
+        ``batch_size`` and ``max_blocks`` (the budget in blocks, None:
+        unbounded) as the shared rules read them, and every setting of
+        ``_FIXED_SETTINGS`` (see ``_setting``).  Estimators whose sizes are
+        resolved per model (the fixed-feature ones) give theirs here.
+        """
+        settings = {name: self._setting(name) for name in self._FIXED_SETTINGS}
+        settings["batch_size"] = self.batch_size
+        settings["max_blocks"] = self._budget_blocks()
+        return settings
 
     def _store_params(self, params):
         """Keep the constructor's arguments as given (scikit-learn's convention).
@@ -628,13 +658,14 @@ class BaseDSG(BaseEstimator):
         self._validate_penalty()
         if "max_memory" in self._get_param_names():  # the estimators with batch solvers
             Options(self._solvers)("solver", self.solver)
-        if self.forgetting and self.precondition == "eigenpro":
+        settings = self._settings()
+        if settings["forgetting"] and settings["precondition"] == "eigenpro":
             raise ValueError("forgetting cannot be combined with precondition='eigenpro': "
                              "EigenPro's steps on the full budget follow their own step size")
         if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
         self._loss_params()
-        self._check_reuse()
+        self._check_reuse(settings)
         # partial_fit on a fitted model keeps its loss_ and feature_map_, but
         # must still reject a bad loss or kernel: check them unless they are
         # the ones the model was built from (the registry lookup is slow
@@ -644,28 +675,30 @@ class BaseDSG(BaseEstimator):
                                     for k in ("loss", "kernel") if k in built):
             self._check_names()
 
-    def _check_reuse(self):
+    def _check_reuse(self, settings):
         """What a full budget does: the modes that combine, and the float32 rule.
 
-        The float32 rule is checked here only; the compiled steps keep an
-        assertion on the buffers they are given.
+        ``settings`` are the values checked (see ``_settings``).  The float32
+        rule is checked here only; the compiled steps keep an assertion on the
+        buffers they are given.
         """
-        sched = self.reuse_schedule
-        pre = self.precondition
-        if pre == "eigenpro" and not (self._budget_blocks() is not None and self.reuse == "all"
-                                      and tuple(sched) == (1, 0) and not self.projection):
+        sched, pre = settings["reuse_schedule"], settings["precondition"]
+        reuse, projection = settings["reuse"], settings["projection"]
+        ridge = self._ridge(settings)
+        if pre == "eigenpro" and not (settings["max_blocks"] is not None and reuse == "all"
+                                      and tuple(sched) == (1, 0) and not projection):
             raise ValueError("precondition='eigenpro' needs a finite max_blocks (or "
                              "n_components), reuse='all', reuse_schedule=(1, 0) and "
                              "projection=False: it steps on the full, fixed set of features")
-        if self._ridge() and self.reuse == "check":
+        if ridge and reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
-        if self.projection and not (self._alpha_is_auto() or getattr(self, "alpha", 0.0) > 0):
+        if projection and not (self._alpha_is_auto() or getattr(self, "alpha", 0.0) > 0):
             raise ValueError("projection=True needs alpha > 0: the ball has radius "
                              "1 / sqrt(alpha)")
-        plain = self.reuse == "all" and tuple(sched) == (1, 0) and not self.projection
+        plain = reuse == "all" and tuple(sched) == (1, 0) and not projection
         if self._model_dtype() != np.float64 and not (
-                plain and (not self._ridge() or self.batch_size <= self.block_size)):
+                plain and (not ridge or settings["batch_size"] <= self.block_size)):
             raise ValueError("in float32 models only reuse='all' runs, preconditioned on "
                              "batches no larger than block_size; reuse modes, reuse_schedule "
                              "and projection need dtype='float64'")
@@ -687,12 +720,13 @@ class BaseDSG(BaseEstimator):
         return (f"n_components={self.n_components} ({self._budget_blocks()} blocks of "
                 f"block_size={self.block_size})")
 
-    def _ridge(self):
-        """The preconditioning ridge (0: none)."""
-        pre = self.precondition
+    def _ridge(self, settings):
+        """The preconditioning ridge (0: none) of ``settings`` (see ``_settings``)."""
+        pre = settings["precondition"]
         if isinstance(pre, str):  # "auto" (and "eigenpro"'s growth steps): wherever it runs
             single = self._model_dtype() != np.float64
-            if self.reuse == "check" or (single and self.batch_size > self.block_size):
+            if settings["reuse"] == "check" or (single
+                                                and settings["batch_size"] > self.block_size):
                 return 0.0
             return _DEFAULT_RIDGE
         if isinstance(pre, (bool, np.bool_)):
@@ -701,17 +735,19 @@ class BaseDSG(BaseEstimator):
 
     def _schedule(self):
         """The step-size schedule's parameters (``step_sizes``'s name, eta0, t0)."""
-        return {"learning_rate": self.learning_rate, "eta0": self.eta0, "t0": self.t0}
+        return {"learning_rate": self._setting("learning_rate"), "eta0": self.eta0,
+                "t0": self._setting("t0")}
 
     def _train_config(self, state):
-        """The :class:`TrainConfig` of this call's steps on ``state``, from the parameters."""
+        """The :class:`TrainConfig` of this call's steps on ``state``, from the settings."""
+        s = self._settings()
         return TrainConfig(
-            batch_size=self.batch_size, max_blocks=self._budget_blocks(), **self._schedule(),
-            eta_min=self.eta_min, forgetting=self.forgetting,
+            batch_size=s["batch_size"], max_blocks=s["max_blocks"], **self._schedule(),
+            eta_min=s["eta_min"], forgetting=s["forgetting"],
             fit_intercept=self._fits_intercept(), average_start=self._average_start(),
-            n_jobs=check_n_jobs(self.n_jobs), reuse=self.reuse,
-            reuse_schedule=tuple(int(v) for v in self.reuse_schedule), ridge=self._ridge(),
-            projection=bool(self.projection), eigenpro=self.precondition == "eigenpro")
+            n_jobs=check_n_jobs(self.n_jobs), reuse=s["reuse"],
+            reuse_schedule=tuple(int(v) for v in s["reuse_schedule"]), ridge=self._ridge(s),
+            projection=bool(s["projection"]), eigenpro=s["precondition"] == "eigenpro")
 
     @staticmethod
     def _reuse_options(state, config, alpha):
@@ -823,7 +859,7 @@ class BaseDSG(BaseEstimator):
                                  f"run: give alpha a number >= 0")
             return
         _check_real("alpha", self.alpha, 0.0)
-        if self.learning_rate == "pegasos" and self.alpha <= 0:
+        if self._setting("learning_rate") == "pegasos" and self.alpha <= 0:
             raise ValueError("learning_rate='pegasos' needs alpha > 0")
 
     def _map_params(self, accepted):
@@ -1124,20 +1160,19 @@ class BaseDSG(BaseEstimator):
             raise ValueError(f"unknown drift_reaction {reaction!r}; choose one of "
                              f"{', '.join(map(repr, DRIFT_REACTIONS))}")
         check_is_fitted(self, "_coef")
-        state = self._state_copy()
-        state["_clock_start"] = state["samples_seen_"]
-        if reaction == "shrink":
-            state["_scale"] = state["_scale"] * _DRIFT_SHRINK
-        elif reaction == "regrow":
-            state["_coef"][:] = 0.0
-            state["_scale"] = 1.0
-            state["n_blocks_"] = 0
-        if state["n_averaged_"]:
-            # restart the average: its next step takes the iterate as it is
-            state["_coef_avg"][:] = 0.0
-            state["_intercept_avg"] = state["_intercept"].copy()
-            state["n_averaged_"] = 0
-        self._commit(state)
+        with self._training() as state:
+            state["_clock_start"] = state["samples_seen_"]
+            if reaction == "shrink":
+                state["_scale"] = state["_scale"] * _DRIFT_SHRINK
+            elif reaction == "regrow":
+                state["_coef"][:] = 0.0
+                state["_scale"] = 1.0
+                state["n_blocks_"] = 0
+            if state["n_averaged_"]:
+                # restart the average: its next step takes the iterate as it is
+                state["_coef_avg"][:] = 0.0
+                state["_intercept_avg"] = state["_intercept"].copy()
+                state["n_averaged_"] = 0
         return self
 
     def _average_start(self):
@@ -1165,8 +1200,43 @@ class BaseDSG(BaseEstimator):
         """The value ``_stage`` set during this call, else the fitted attribute."""
         return self.__dict__.get("_staged", {}).get(name, self.__dict__.get(name))
 
+    @contextlib.contextmanager
+    def _training(self, state=None, *, publish=True):
+        """The transaction of a training call: the one place it is made.
+
+        * Lock: training calls of one estimator are serialised (``train_lock``,
+          reentrant, so a transaction may open inside another).
+        * Snapshot: the attribute dictionary is copied on entry (a shallow
+          copy) and put back in one assignment on any exception, so a failed
+          call leaves the estimator exactly as it was.
+        * Commit: with ``publish`` (the default) the block trains the state it
+          is given -- ``state`` (a new model's), else a copy of the fitted
+          one (``_state_copy``) -- and on success that state is published
+          (``_commit``: refused if non-finite) in one ``dict.update``, so a
+          ``predict`` running in another thread (which reads one snapshot of
+          the dictionary) sees either the model before or the model after.
+          ``publish=False`` yields None: the scope of a public method
+          (``transactional``), whose training opens its own ``_training``.
+        """
+        with train_lock(self):
+            saved = dict(self.__dict__)
+            try:
+                if not publish:
+                    yield None
+                else:
+                    if state is None:
+                        state = self._state_copy()
+                    yield state
+                    self._commit(state)
+            except BaseException:
+                object.__setattr__(self, "__dict__", saved)
+                raise
+
     def _commit(self, state):
-        """Publish the new state; refuse it if training left non-finite numbers in it."""
+        """Publish the new state; refuse it if training left non-finite numbers in it.
+
+        Called by ``_training`` only.
+        """
         state = {**state, **self.__dict__.pop("_staged", {})}
         for key, value in state.items():
             if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
@@ -1202,19 +1272,17 @@ class BaseDSG(BaseEstimator):
         X = self._scale_inputs(X)
         loss, Y, n_outputs = self._prepare_targets(y, fitting=not warm)
         sw = np.ascontiguousarray(sw)
-        if warm:
-            state = self._state_copy()
-        else:  # gamma="scale" from the weighted variance: a weight is repeated rows
-            state = self._new_state(X, n_outputs, loss, sw)
-        Y = self._standardize_targets(state, Y, sw, first=not warm)
-        self._record_penalty(state)
-        solver = self._resolve_solver(state, X.shape[0], n_outputs)
-        if solver == "sgd":
-            self._fit_sgd(state, X, Y, sw)
-        else:
-            self._fit_batch(state, solver, X, Y, sw)
-        state["solver_"] = solver
-        self._commit(state)
+        # warm: the fitted model; else gamma="scale" from the weighted
+        # variance (a weight is repeated rows)
+        with self._training(None if warm else self._new_state(X, n_outputs, loss, sw)) as state:
+            Y = self._standardize_targets(state, Y, sw, first=not warm)
+            self._record_penalty(state)
+            solver = self._resolve_solver(state, X.shape[0], n_outputs)
+            if solver == "sgd":
+                self._fit_sgd(state, X, Y, sw)
+            else:
+                self._fit_batch(state, solver, X, Y, sw)
+            state["solver_"] = solver
         return self
 
     # ------------------------------------------------------------------ #
@@ -1652,11 +1720,10 @@ class BaseDSG(BaseEstimator):
         if fast is not None:
             X, Y = fast
             X = self._scale_inputs(X)
-            state = self._state_copy()
-            Y = self._standardize_targets(state, Y, None, first=False)
-            self._run_epoch(state, self._train_config(state), X, Y, np.ones(X.shape[0]),
-                            np.arange(X.shape[0], dtype=np.int64))
-            self._commit(state)
+            with self._training() as state:
+                Y = self._standardize_targets(state, Y, None, first=False)
+                self._run_epoch(state, self._train_config(state), X, Y, np.ones(X.shape[0]),
+                                np.arange(X.shape[0], dtype=np.int64))
             return self
         first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
@@ -1667,13 +1734,12 @@ class BaseDSG(BaseEstimator):
         if not keep.all():
             X, Y, sw = X[keep], Y[keep], sw[keep]
         X = self._scale_inputs(X)
-        state = self._new_state(X, n_outputs, loss, sw) if first else self._state_copy()
-        sw = np.ascontiguousarray(sw)
-        Y = self._standardize_targets(state, Y, sw, first=first)
-        self._record_penalty(state)
-        order = np.arange(X.shape[0], dtype=np.int64)
-        self._run_epoch(state, self._train_config(state), X, Y, sw, order)
-        self._commit(state)
+        with self._training(self._new_state(X, n_outputs, loss, sw) if first else None) as state:
+            sw = np.ascontiguousarray(sw)
+            Y = self._standardize_targets(state, Y, sw, first=first)
+            self._record_penalty(state)
+            order = np.arange(X.shape[0], dtype=np.int64)
+            self._run_epoch(state, self._train_config(state), X, Y, sw, order)
         return self
 
     # ------------------------------------------------------------------ #
@@ -1783,6 +1849,10 @@ class BaseDSG(BaseEstimator):
         return state
 
     def __setstate__(self, state):
+        # a model pickled before a parameter existed: the constructor's default
+        missing = {k: v for k, v in _param_defaults(type(self)).items() if k not in state}
+        if missing:
+            state = {**copy.deepcopy(missing), **state}
         super().__setstate__(state)
         if "feature_map_" in state:
             self._blocks = BlockSource(self.feature_map_, self.seed_, self.cache_bytes,

@@ -365,36 +365,35 @@ class DSGDensityRatio(BaseDSG):
         warm = self.warm_start and hasattr(self, "_coef")
         Xp, Xq = self._validate_samples(X_numerator, X_denominator, reset=not warm)
         X, Y, sw = self._stack(Xp, Xq)
-        state = self._state_copy() if warm else self._new_model_state(X)
-        X_all, n_p = X, Xp.shape[0]  # kl_divergence_ is read on all rows
-        if self.early_stopping:
-            (tp, vp), (tq, vq) = (self._validation_split(state["seed_"], A.shape[0])
-                                  for A in (Xp, Xq))
-            Xp, Xq, Xv = Xp[tp], Xq[tq], self._stack(Xp[vp], Xq[vq])[0]
-            X, Y, sw = self._stack(Xp, Xq)
-            n_vp = vp.shape[0]
+        with self._training(None if warm else self._new_model_state(X)) as state:
+            X_all, n_p = X, Xp.shape[0]  # kl_divergence_ is read on all rows
+            if self.early_stopping:
+                (tp, vp), (tq, vq) = (self._validation_split(state["seed_"], A.shape[0])
+                                      for A in (Xp, Xq))
+                Xp, Xq, Xv = Xp[tp], Xq[tq], self._stack(Xp[vp], Xq[vq])[0]
+                X, Y, sw = self._stack(Xp, Xq)
+                n_vp = vp.shape[0]
 
-            def score():
-                f = _raw_of(state, Xv, self.n_jobs)
-                return -_bound(*_sums(f[:n_vp], f[n_vp:]))
-        else:
-            def score():
-                f = _raw_of(state, X, self.n_jobs)
-                return -_bound(*_sums(f[:Xp.shape[0]], f[Xp.shape[0]:])) + \
-                    self._penalty_value(state)
+                def score():
+                    f = _raw_of(state, Xv, self.n_jobs)
+                    return -_bound(*_sums(f[:n_vp], f[n_vp:]))
+            else:
+                def score():
+                    f = _raw_of(state, X, self.n_jobs)
+                    return -_bound(*_sums(f[:Xp.shape[0]], f[Xp.shape[0]:])) + \
+                        self._penalty_value(state)
 
-        config = self._train_config(state)
+            config = self._train_config(state)
 
-        def epoch():
-            order = self._paired_order(state["seed_"], state["n_epochs_seen_"], Xp.shape[0],
-                                       Xq.shape[0], self.shuffle)
-            self._run_epoch(state, config, X, Y, sw, order)
+            def epoch():
+                order = self._paired_order(state["seed_"], state["n_epochs_seen_"], Xp.shape[0],
+                                           Xq.shape[0], self.shuffle)
+                self._run_epoch(state, config, X, Y, sw, order)
 
-        self._sgd_epochs(state, epoch, score)
-        f = _raw_of(state, X_all, self.n_jobs)
-        state["_kl_sums"] = _sums(f[:n_p], f[n_p:])
-        state["kl_divergence_"] = _bound(*state["_kl_sums"])
-        self._commit(state)
+            self._sgd_epochs(state, epoch, score)
+            f = _raw_of(state, X_all, self.n_jobs)
+            state["_kl_sums"] = _sums(f[:n_p], f[n_p:])
+            state["kl_divergence_"] = _bound(*state["_kl_sums"])
         return self
 
     @transactional
@@ -415,14 +414,13 @@ class DSGDensityRatio(BaseDSG):
         self._validate_params()
         Xp, Xq = self._validate_samples(X_numerator, X_denominator, reset=first)
         X, Y, sw = self._stack(Xp, Xq)
-        state = self._new_model_state(X) if first else self._state_copy()
-        order = self._paired_order(state["seed_"], 0, Xp.shape[0], Xq.shape[0], False)
-        self._run_epoch(state, self._train_config(state), X, Y, sw, order)
-        f = _raw_of(state, X, self.n_jobs)
-        sums = _sums(f[:Xp.shape[0]], f[Xp.shape[0]:])
-        state["_kl_sums"] = sums if first else _merge(self._kl_sums, sums)
-        state["kl_divergence_"] = _bound(*state["_kl_sums"])
-        self._commit(state)
+        with self._training(self._new_model_state(X) if first else None) as state:
+            order = self._paired_order(state["seed_"], 0, Xp.shape[0], Xq.shape[0], False)
+            self._run_epoch(state, self._train_config(state), X, Y, sw, order)
+            f = _raw_of(state, X, self.n_jobs)
+            sums = _sums(f[:Xp.shape[0]], f[Xp.shape[0]:])
+            state["_kl_sums"] = sums if first else _merge(self._kl_sums, sums)
+            state["kl_divergence_"] = _bound(*state["_kl_sums"])
         return self
 
     # ------------------------------------------------------------------ #

@@ -43,10 +43,6 @@ class _BatchOnly:
     validation_fraction = 0.1
     shuffle = True
     average = False
-    reuse = "all"
-    reuse_schedule = (1, 0)
-    precondition = False
-    projection = False
     warm_start = False
     cache_bytes = 64 * 2 ** 20
 

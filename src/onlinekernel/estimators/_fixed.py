@@ -79,8 +79,8 @@ class _FixedFeatureSGD(BaseDSG):
     """
 
     _extra_state = ("batch_size_",) + _CALL_STATE
-    # The algorithm takes constant steps (see _schedule; _view for validation).
-    _FIXED = {"learning_rate": "constant", "t0": 1.0}
+    # The algorithm takes constant steps (see BaseDSG._setting)
+    _FIXED_SETTINGS = {**BaseDSG._FIXED_SETTINGS, "learning_rate": "constant", "t0": 1.0}
 
     # both public estimators take the same parameters (documented on each)
     def __init__(self, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
@@ -95,19 +95,14 @@ class _FixedFeatureSGD(BaseDSG):
     # ------------------------------------------------------------------ #
     # the shared machinery, with the sizes resolved per model
     # ------------------------------------------------------------------ #
-    def _view(self, **resolved):
-        """A shallow copy of the estimator whose attributes ``resolved`` replace its own.
+    def _settings(self):
+        """The shared settings with this estimator's sizes.
 
-        :class:`BaseDSG` reads the rows per step and the block budget from the
-        parameters ``batch_size`` and ``max_blocks``; here the first may be
-        ``"auto"`` and the second is the model's own size, so the shared code
-        runs on this view.  The estimator itself is never modified (a
-        concurrent ``get_params`` or ``clone`` sees the parameters as given).
+        The rows per step and the budget are the model's own (``batch_size_``
+        and all of its blocks, see ``_train_config``): ``"auto"`` stands aside
+        in the shared rules, which see one row per step and no budget.
         """
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view.__dict__.update(self._FIXED, **resolved)
-        return view
+        return {**super()._settings(), "batch_size": 1, "max_blocks": None}
 
     def _loss_spec(self):
         r"""The loss trained: ``"squared"``, :math:`\frac12 (f(x) - y)^2` (fixed)."""
@@ -119,8 +114,8 @@ class _FixedFeatureSGD(BaseDSG):
         """No penalty to check: regularisation is implicit."""
 
     def _budget_blocks(self):
-        # the shared machinery runs on a view whose max_blocks is the model's
-        # size (n_components resolved, whole blocks): see _view
+        # no max_blocks parameter: the budget is the model's own size,
+        # resolved per model (see _new_state and _train_config)
         return self.__dict__.get("max_blocks")
 
     def _penalty(self, state):
@@ -131,10 +126,6 @@ class _FixedFeatureSGD(BaseDSG):
                               "batch_size": _check_auto,
                               "tol": Real(0.0),  # a number: it applies to the validation score
                               "n_samples_hint": Int(1, none=True)}
-
-    def _check_combinations(self):
-        # the rules as every estimator checks them, on the model's sizes ("auto" stands aside)
-        BaseDSG._check_combinations(self._view(batch_size=1, max_blocks=None))
 
     def _new_state(self, X, n_outputs, loss, sample_weight=None, n_samples=None):
         """A model of ``M`` features at zero: its whole budget from the start."""
@@ -174,9 +165,6 @@ class _FixedFeatureSGD(BaseDSG):
         })
         return state
 
-    def _schedule(self):
-        return dict(self._FIXED, eta0=self.eta0)
-
     def _train_config(self, state):
         """The shared steps with this model's sizes: its batch size and all of its blocks."""
         return super()._train_config(state)._replace(batch_size=state["batch_size_"],
@@ -212,40 +200,38 @@ class _FixedFeatureSGD(BaseDSG):
         loss, Y, n_outputs = self._prepare_targets(y, fitting=not warm)
         n = X.shape[0]
         n_train = n - math.ceil(self.validation_fraction * n)
-        if warm:
-            state = self._state_copy()
-        else:
-            state = self._new_state(X, n_outputs, loss, n_samples=max(1, n_train))
-        train, val = self._validation_split(state["seed_"], n)
-        Xt, Yt, swt = X[train], Y[train], np.ascontiguousarray(sw[train])
-        Xv, yv, swv = X[val], y[val], sw[val]
-        scores, best, stalled = [], None, 0
-        progress = self._progress("Epoch")
-        config = self._train_config(state)
-        for _ in range(self.max_iter):
-            order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xt.shape[0])
-            self._run_epoch(state, config, Xt, Yt, swt, order)
-            state["n_epochs_seen_"] += 1
-            score = self._validation_score(model_outputs(state, Xv, self.n_jobs), yv, swv)
-            scores.append(score)
-            if progress:
-                progress(len(scores), **self._epoch_values(state), validation_score=score)
-            if not np.isfinite(score):
-                raise ValueError(f"the validation score is {score} after pass "
-                                 f"{len(scores)}: the steps diverge (lower eta0)")
-            stalled = 0 if best is None or score >= best[0] + self.tol else stalled + 1
-            if best is None or score > best[0]:
-                best = (score, len(scores), {k: state[k].copy() if isinstance(state[k], np.ndarray)
-                                             else state[k] for k in _STATE})
-            if stalled >= self.n_iter_no_change:
-                break
-        progress.finish(f"Kept pass {best[1]} of {len(scores)} (validation score "
-                        f"{best[0]:.6g})")
-        state.update(best[2])  # the model of the best pass
-        state.update({"n_iter_": len(scores), "best_epoch_": best[1],
-                      "validation_scores_": np.array(scores),
-                      "best_validation_score_": best[0]})
-        self._commit(state)
+        new = None if warm else self._new_state(X, n_outputs, loss, n_samples=max(1, n_train))
+        with self._training(new) as state:
+            train, val = self._validation_split(state["seed_"], n)
+            Xt, Yt, swt = X[train], Y[train], np.ascontiguousarray(sw[train])
+            Xv, yv, swv = X[val], y[val], sw[val]
+            scores, best, stalled = [], None, 0
+            progress = self._progress("Epoch")
+            config = self._train_config(state)
+            for _ in range(self.max_iter):
+                order = self._shuffled(state["seed_"], state["n_epochs_seen_"], Xt.shape[0])
+                self._run_epoch(state, config, Xt, Yt, swt, order)
+                state["n_epochs_seen_"] += 1
+                score = self._validation_score(model_outputs(state, Xv, self.n_jobs), yv, swv)
+                scores.append(score)
+                if progress:
+                    progress(len(scores), **self._epoch_values(state), validation_score=score)
+                if not np.isfinite(score):
+                    raise ValueError(f"the validation score is {score} after pass "
+                                     f"{len(scores)}: the steps diverge (lower eta0)")
+                stalled = 0 if best is None or score >= best[0] + self.tol else stalled + 1
+                if best is None or score > best[0]:
+                    best = (score, len(scores),
+                            {k: state[k].copy() if isinstance(state[k], np.ndarray) else state[k]
+                             for k in _STATE})
+                if stalled >= self.n_iter_no_change:
+                    break
+            progress.finish(f"Kept pass {best[1]} of {len(scores)} (validation score "
+                            f"{best[0]:.6g})")
+            state.update(best[2])  # the model of the best pass
+            state.update({"n_iter_": len(scores), "best_epoch_": best[1],
+                          "validation_scores_": np.array(scores),
+                          "best_validation_score_": best[0]})
         return self
 
     def _stopping(self):

@@ -462,25 +462,22 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         sw = np.ascontiguousarray(sw)
         if warm:
             self._check_continuation()
-            state = self._state_copy()
-        else:
-            state = self._new_gp_state(X, loss, sw)
-        y = np.ascontiguousarray(self._standardize_targets(state, Y, sw, first=not warm)[:, 0])
-        if self.solver == "exact":
-            progress = self._progress("Epoch", tag="exact")
-            self._absorb_exact(state, X, y, sw)
-            state["n_epochs_seen_"] += 1
-            state["n_iter_"] = 1  # one pass
-            if not partial:  # fit reports its pass (partial_fit prints nothing)
-                progress(1, **self._epoch_values(state))
-                progress.finish("Exact posterior after 1 pass")
-        elif partial:
-            self._add_moments(state, y, sw)
-            self._sgd_epoch(state, self._train_config(state), X, y, sw,
-                            np.arange(X.shape[0], dtype=np.int64))
-        else:
-            self._fit_sgd(state, X, y[:, None], sw)
-        self._commit(state)
+        with self._training(None if warm else self._new_gp_state(X, loss, sw)) as state:
+            y = np.ascontiguousarray(self._standardize_targets(state, Y, sw, first=not warm)[:, 0])
+            if self.solver == "exact":
+                progress = self._progress("Epoch", tag="exact")
+                self._absorb_exact(state, X, y, sw)
+                state["n_epochs_seen_"] += 1
+                state["n_iter_"] = 1  # one pass
+                if not partial:  # fit reports its pass (partial_fit prints nothing)
+                    progress(1, **self._epoch_values(state))
+                    progress.finish("Exact posterior after 1 pass")
+            elif partial:
+                self._add_moments(state, y, sw)
+                self._sgd_epoch(state, self._train_config(state), X, y, sw,
+                                np.arange(X.shape[0], dtype=np.int64))
+            else:
+                self._fit_sgd(state, X, y[:, None], sw)
         return self
 
     @transactional

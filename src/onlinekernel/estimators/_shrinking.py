@@ -462,56 +462,53 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
         X = _dense(X)
         y = np.ascontiguousarray(y, dtype=np.float64)
         sw = np.ones(X.shape[0])
-        if continuing:
-            state = self._state_copy()
-            self._check_state(state)
-        else:
-            state = self._new_sg_state(X)
-        fmap = state["feature_map_"]
-        if self.prediction == "kernel" and not hasattr(fmap, "kernel"):
-            raise ValueError(f"prediction='kernel' needs a feature map with a closed-form "
-                             f"kernel; {fmap!r} has none (use prediction='features')")
-        emap = estimate_map(fmap)
+        with self._training(None if continuing else self._new_sg_state(X)) as state:
+            if continuing:
+                self._check_state(state)
+            fmap = state["feature_map_"]
+            if self.prediction == "kernel" and not hasattr(fmap, "kernel"):
+                raise ValueError(f"prediction='kernel' needs a feature map with a closed-form "
+                                 f"kernel; {fmap!r} has none (use prediction='features')")
+            emap = estimate_map(fmap)
 
-        n_rows = X.shape[0]
-        epochs = 1 if partial else int(self.n_epochs)
-        rounds = epochs * n_rows
-        etas = self._steps(state, rounds, partial)
-        n_old = state["_support"].shape[0]
-        cap = n_old + rounds
-        support = np.empty((cap, X.shape[1]))
-        support[:n_old] = state["_support"]
-        arrays = [support]
-        for key in ("_beta", "_cum", "_csum_at", "_frozen"):
-            a = np.zeros(cap)  # zeros: a fold adds to the frozen sums of new points
-            a[:n_old] = state[key]
-            arrays.append(a)
-        counters = np.array([state["t_"], state["n_shrinks_"], n_old], dtype=np.int64)
-        absorbed = n_old
-        progress = self._progress("Epoch") if not partial else None
-        for e in range(epochs):
-            if partial or not self.shuffle:
-                order = np.arange(n_rows, dtype=np.int64)
-            else:
-                order = self._shuffled(state["seed_"], state["n_epochs_seen_"] + e, n_rows)
-            absorbed = self._rounds(state, emap, X, y, sw, order,
-                                    etas[e * n_rows:(e + 1) * n_rows], arrays, counters,
-                                    absorbed)
-            if progress:
-                progress(e + 1, T=int(counters[0]), stored_points=int(counters[2]),
-                         shrinks=int(counters[1]), step=float(etas[(e + 1) * n_rows - 1]))
-        if progress is not None:
-            progress.finish(f"{epochs} epochs, {int(counters[0])} rounds")
-        n = int(counters[2])
-        self._absorb(state, arrays, absorbed, n)
-        support, beta, cum, csum_at, frozen = (a[:n].copy() for a in arrays)
-        state.update({"_support": support, "_beta": beta, "_cum": cum, "_csum_at": csum_at,
-                      "_frozen": frozen, "t_": int(counters[0]),
-                      "n_shrinks_": int(counters[1]), "eta_": float(etas[-1]),
-                      "samples_seen_": state["samples_seen_"] + n_rows,
-                      "n_epochs_seen_": state["n_epochs_seen_"] + (0 if partial else epochs)})
-        self._set_coefficients(state)
-        self._commit(state)
+            n_rows = X.shape[0]
+            epochs = 1 if partial else int(self.n_epochs)
+            rounds = epochs * n_rows
+            etas = self._steps(state, rounds, partial)
+            n_old = state["_support"].shape[0]
+            cap = n_old + rounds
+            support = np.empty((cap, X.shape[1]))
+            support[:n_old] = state["_support"]
+            arrays = [support]
+            for key in ("_beta", "_cum", "_csum_at", "_frozen"):
+                a = np.zeros(cap)  # zeros: a fold adds to the frozen sums of new points
+                a[:n_old] = state[key]
+                arrays.append(a)
+            counters = np.array([state["t_"], state["n_shrinks_"], n_old], dtype=np.int64)
+            absorbed = n_old
+            progress = self._progress("Epoch") if not partial else None
+            for e in range(epochs):
+                if partial or not self.shuffle:
+                    order = np.arange(n_rows, dtype=np.int64)
+                else:
+                    order = self._shuffled(state["seed_"], state["n_epochs_seen_"] + e, n_rows)
+                absorbed = self._rounds(state, emap, X, y, sw, order,
+                                        etas[e * n_rows:(e + 1) * n_rows], arrays, counters,
+                                        absorbed)
+                if progress:
+                    progress(e + 1, T=int(counters[0]), stored_points=int(counters[2]),
+                             shrinks=int(counters[1]), step=float(etas[(e + 1) * n_rows - 1]))
+            if progress is not None:
+                progress.finish(f"{epochs} epochs, {int(counters[0])} rounds")
+            n = int(counters[2])
+            self._absorb(state, arrays, absorbed, n)
+            support, beta, cum, csum_at, frozen = (a[:n].copy() for a in arrays)
+            state.update({"_support": support, "_beta": beta, "_cum": cum, "_csum_at": csum_at,
+                          "_frozen": frozen, "t_": int(counters[0]),
+                          "n_shrinks_": int(counters[1]), "eta_": float(etas[-1]),
+                          "samples_seen_": state["samples_seen_"] + n_rows,
+                          "n_epochs_seen_": state["n_epochs_seen_"] + (0 if partial else epochs)})
+            self._set_coefficients(state)
         return self
 
     def _set_coefficients(self, state):

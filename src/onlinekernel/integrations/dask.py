@@ -410,42 +410,38 @@ def fit(est, X, y, sample_weight=None):
     if not kept:
         raise ValueError("sample_weight is zero for every row: there is nothing to fit")
     loss, encode, K = est._dask_targets(y, fitting=not warm)
-    if warm:
-        state = est._state_copy()
-    else:
-        state = est._new_state(X, K, loss, w)
-    if getattr(est, "normalize_y", False) and (not warm or "_y_scale" in state):
-        if not warm:
-            state["_y_mean"], state["_y_scale"] = _target_scaling(y, w, float(total))
-        encode = functools.partial(_standardised, encode, state["_y_mean"], state["_y_scale"])
-    est._record_penalty(state)  # alpha="auto" runs no path here: its fallback
-    rows = max(X.chunks[0])  # what one worker holds: the memory rule is per partition
-    solver = est._resolve_solver(state, rows, K)
-    if solver not in DISTRIBUTED_SOLVERS:
-        raise ValueError(f"solver {solver!r} (from solver={est.solver!r}) does not run "
-                         f"distributed; a fit on a dask cluster runs "
-                         f"{', '.join(DISTRIBUTED_SOLVERS)} (set solver), or call partial_fit")
-    from onlinekernel.losses.base import as_cy_loss
-    from onlinekernel.solvers import feature_dtype, solver_memory
-    nb = est._budget_blocks()
-    fmap = state["feature_map_"]
-    M = nb * fmap.n_components
-    room = est.max_memory - (solver_memory(solver, rows, M, K, dt.itemsize)
-                             if solver == "cholesky" else 0)
-    parts = [tuple(client.compute(list(p))) for p in zip(
-        X.to_delayed().ravel(), y.to_delayed().ravel(), w.to_delayed().ravel())]
-    problem = DistributedProblem(client, parts, encode, X.shape[0], float(total), fmap,
-                                 state["seed_"], nb, as_cy_loss(est._train_loss(state)),
-                                 est._penalty(state), est._fits_intercept(), K, max(room, 0),
-                                 feature_dtype(solver, dt, est.tol))
-    try:
-        est._solve_batch(state, solver, problem, int(kept))
-    finally:
-        problem.close()
-    state["solver_"] = solver
-    est._stage(n_features_in_=X.shape[1])
-    est.__dict__.pop("feature_names_in_", None)
-    est._commit(state)
+    with est._training(None if warm else est._new_state(X, K, loss, w)) as state:
+        if getattr(est, "normalize_y", False) and (not warm or "_y_scale" in state):
+            if not warm:
+                state["_y_mean"], state["_y_scale"] = _target_scaling(y, w, float(total))
+            encode = functools.partial(_standardised, encode, state["_y_mean"], state["_y_scale"])
+        est._record_penalty(state)  # alpha="auto" runs no path here: its fallback
+        rows = max(X.chunks[0])  # what one worker holds: the memory rule is per partition
+        solver = est._resolve_solver(state, rows, K)
+        if solver not in DISTRIBUTED_SOLVERS:
+            raise ValueError(f"solver {solver!r} (from solver={est.solver!r}) does not run "
+                             f"distributed; a fit on a dask cluster runs "
+                             f"{', '.join(DISTRIBUTED_SOLVERS)} (set solver), or call partial_fit")
+        from onlinekernel.losses.base import as_cy_loss
+        from onlinekernel.solvers import feature_dtype, solver_memory
+        nb = est._budget_blocks()
+        fmap = state["feature_map_"]
+        M = nb * fmap.n_components
+        room = est.max_memory - (solver_memory(solver, rows, M, K, dt.itemsize)
+                                 if solver == "cholesky" else 0)
+        parts = [tuple(client.compute(list(p))) for p in zip(
+            X.to_delayed().ravel(), y.to_delayed().ravel(), w.to_delayed().ravel())]
+        problem = DistributedProblem(client, parts, encode, X.shape[0], float(total), fmap,
+                                     state["seed_"], nb, as_cy_loss(est._train_loss(state)),
+                                     est._penalty(state), est._fits_intercept(), K, max(room, 0),
+                                     feature_dtype(solver, dt, est.tol))
+        try:
+            est._solve_batch(state, solver, problem, int(kept))
+        finally:
+            problem.close()
+        state["solver_"] = solver
+        est._stage(n_features_in_=X.shape[1])
+        est.__dict__.pop("feature_names_in_", None)
     return est
 
 

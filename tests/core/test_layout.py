@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import onlinekernel
-
-PACKAGE = Path(onlinekernel.__file__).parent
-ROOT = PACKAGE.parent
+# the sources of the repository (an installed package has no .pyx files)
+ROOT = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = ROOT / "onlinekernel"
 SOURCES = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".pyx", ".pxd")]
 
 # What each part of the package may import (besides itself and the top-level

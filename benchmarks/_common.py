@@ -16,7 +16,9 @@ them as ``from benchmarks import <name>``).
 * :func:`argument_parser` and the ``add_*`` helpers declare the options the
   scripts share (``--quick``, ``--data-dir``, ``--output-dir``, ``--seed``,
   ``--blas-threads``), :func:`fill_quick_defaults` the settings that differ
-  in quick mode;
+  in quick mode (:meth:`BenchmarkParser.add_quick_option` declares such an
+  option with both its defaults); :func:`positive_int` and
+  :func:`non_negative_int` are the ``type=`` of counts;
 * :func:`timed_compiled_steps` is the one diagnostic that reaches below
   onlinekernel's public API (see there).
 
@@ -336,9 +338,57 @@ def load_dataset(name, data_dir=DEFAULT_DATA_DIR, dtype=np.float64):
 # --------------------------------------------------------------------------- #
 # command lines
 # --------------------------------------------------------------------------- #
+def _int_at_least(minimum, name):
+    """An argparse ``type=``: an integer, refused below ``minimum``."""
+    def convert(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    convert.__name__ = name  # argparse names it in "invalid <name> value: ..."
+    return convert
+
+
+positive_int = _int_at_least(1, "positive_int")
+non_negative_int = _int_at_least(0, "non_negative_int")
+
+
+class BenchmarkParser(argparse.ArgumentParser):
+    """An ArgumentParser for options whose default depends on ``--quick``.
+
+    Examples
+    --------
+    >>> p = argument_parser("demo")
+    >>> p.add_quick_option("--rows", 1000, 100, "rows used")
+    >>> p.parse_args(["--quick"]).rows, p.parse_args([]).rows, p.parse_args(["--rows=7"]).rows
+    (100, 1000, 7)
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.quick_defaults = {}  # dest: (full, quick), for fill_quick_defaults
+
+    def add_quick_option(self, flag, full, quick, what, type=positive_int, shown=None):
+        """``flag``: ``full`` by default, ``quick`` with ``--quick``.
+
+        ``what`` begins the help, which ends with both defaults (``shown``: how
+        they read there, where ``str`` of them would not do).
+        """
+        full_text, quick_text = shown or (full, quick)
+        action = self.add_argument(
+            flag, type=type, default=None,
+            help=f"{what} (default {full_text}, {quick_text} with --quick)")
+        self.quick_defaults[action.dest] = (full, quick)
+
+    def parse_args(self, args=None, namespace=None):
+        """The parsed options, each quick option left unset at its default for the mode."""
+        return fill_quick_defaults(super().parse_args(args, namespace), **self.quick_defaults)
+
+
 def argument_parser(doc, quick_help=None):
-    """A parser described by ``doc``'s first paragraph, with ``--quick`` (help: ``quick_help``)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    """A :class:`BenchmarkParser` described by ``doc``'s first paragraph, with ``--quick``
+    (help: ``quick_help``)."""
+    parser = BenchmarkParser(description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=quick_help)
     return parser
 
@@ -356,26 +406,22 @@ def add_output_dir(parser, flag="--output-dir", default=RESULTS_DIR):
 
 
 def add_output(parser, name, beside=""):
-    """``--output``: the JSON file, by default ``RESULTS_DIR/NAME[_quick].json`` (see
-    :func:`fill_output`); ``beside`` ends the help (what else goes beside it)."""
-    parser.add_argument("--output", type=Path, default=None,
-                        help=f"JSON file to write (default: benchmarks/results/{name}.json, or "
-                             f"{name}_quick.json with --quick){beside}")
+    """``--output``: the JSON file, by default ``RESULTS_DIR/NAME.json`` (``NAME_quick.json``
+    with ``--quick``); ``beside`` continues the help (what else goes beside it).
 
-
-def fill_output(args, name):
-    """Set ``args.output`` left None to ``RESULTS_DIR/NAME.json`` (``NAME_quick.json``
-    with ``--quick``)."""
-    if args.output is None:
-        args.output = RESULTS_DIR / (f"{name}_quick.json" if args.quick else f"{name}.json")
-    return args
+    ``parser``: a :class:`BenchmarkParser`.
+    """
+    parser.add_quick_option("--output", RESULTS_DIR / f"{name}.json",
+                            RESULTS_DIR / f"{name}_quick.json", f"JSON file to write{beside}",
+                            type=Path,
+                            shown=(f"benchmarks/results/{name}.json", f"{name}_quick.json"))
 
 
 def add_budget(parser):
     """``--block-size`` and ``--max-blocks``: onlinekernel's feature budget."""
-    parser.add_argument("--block-size", type=int, default=256,
+    parser.add_argument("--block-size", type=positive_int, default=256,
                         help="onlinekernel features per block (default: %(default)s)")
-    parser.add_argument("--max-blocks", type=int, default=16,
+    parser.add_argument("--max-blocks", type=positive_int, default=16,
                         help="onlinekernel budget in blocks; M = block size x max blocks is "
                              "also RBFSampler's n_components (default: %(default)s)")
 

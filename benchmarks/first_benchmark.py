@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from onlinekernel import DSGClassifier
 
 from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
-                      argument_parser, fill_output, fill_quick_defaults, load_average, load_dataset,
+                      argument_parser, load_average, load_dataset, positive_int,
                       report_header, timed_compiled_steps, write_json)
 
 CLASSES = np.array([-1, 1])
@@ -356,26 +356,19 @@ def parse_args(argv=None):
                                  "20000 / 5000 synthetic rows, one repeat")
     add_data_dir(p, "folder holding ijcnn1.npz")
     add_output(p, "first_benchmark")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed one-pass repeats per library (default 2, 1 with --quick); the "
-                        "libraries alternate which one runs first, so an even count is balanced")
-    p.add_argument("--passes", type=int, default=2,
+    p.add_quick_option("--repeats", 2, 1, "timed one-pass repeats per library; the libraries "
+                       "alternate which one runs first, so an even count is balanced")
+    p.add_argument("--passes", type=positive_int, default=2,
                    help="passes over the data for the accuracy-by-pass figures "
                         "(default: %(default)s)")
     add_budget(p)
     p.add_argument("--gamma-ijcnn1", type=float, default=1.0,
                    help="RBF gamma on ijcnn1 (default: %(default)s; shells32 uses 1/32)")
-    p.add_argument("--synthetic-train", type=int, default=None,
-                   help="synthetic training rows (default 100000, 20000 with --quick)")
-    p.add_argument("--synthetic-test", type=int, default=None,
-                   help="synthetic test rows (default 20000, 5000 with --quick)")
+    p.add_quick_option("--synthetic-train", 100_000, 20_000, "synthetic training rows")
+    p.add_quick_option("--synthetic-test", 20_000, 5_000, "synthetic test rows")
     add_blas_threads(p, "the main measurement")
     add_seed(p, "models, the data orders and the synthetic data")
-    args = fill_quick_defaults(p.parse_args(argv), repeats=(2, 1),
-                               synthetic_train=(100_000, 20_000), synthetic_test=(20_000, 5_000))
-    if args.repeats < 1 or args.passes < 1:
-        p.error("--repeats and --passes must be >= 1")
-    return fill_output(args, "first_benchmark")
+    return p.parse_args(argv)
 
 
 def main(argv=None):

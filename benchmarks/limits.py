@@ -86,8 +86,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._common import (add_output, argument_parser, fill_output, fill_quick_defaults, load_average,
-                      make_logger, onlinekernel_cos_tile, parse_int_list, report_header, write_json)
+from ._common import (add_output, argument_parser, load_average, make_logger, non_negative_int,
+                      onlinekernel_cos_tile, parse_int_list, report_header, write_json)
 
 TILE_ROWS = 128     # rows per tile in the solver
 BLOCK_FEATURES = 256  # features per block (DSGClassifier's default block_size)
@@ -688,14 +688,10 @@ def parse_args(argv=None):
     add_output(p, "limits")
     p.add_argument("--dims", type=parse_int_list, default=[16, 128, 784],
                    help="input dimensions d, comma-separated (default: 16,128,784)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="measurements per figure, median reported (default 5, 3 with --quick)")
-    p.add_argument("--square", type=int, default=None,
-                   help="reference square GEMM size, 0 for none (default 2048, 1024 quick)")
-    args = fill_quick_defaults(p.parse_args(argv), repeats=(5, 3), square=(2048, 1024))
-    if args.repeats < 1 or args.square < 0:
-        p.error("--repeats must be >= 1 and --square >= 0")
-    return fill_output(args, "limits")
+    p.add_quick_option("--repeats", 5, 3, "measurements per figure, median reported")
+    p.add_quick_option("--square", 2048, 1024, "reference square GEMM size, 0 for none",
+                       type=non_negative_int)
+    return p.parse_args(argv)
 
 
 def main(argv=None):

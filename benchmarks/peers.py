@@ -79,8 +79,8 @@ from threadpoolctl import threadpool_limits
 from onlinekernel import DSGClassifier
 
 from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
-                      argument_parser, fill_output, fill_quick_defaults, load_average,
-                      parse_int_list, report_header, timed_compiled_steps, write_json)
+                      argument_parser, load_average, non_negative_int, parse_int_list,
+                      positive_int, report_header, timed_compiled_steps, write_json)
 from .first_benchmark import load_ijcnn1, make_shells  # the same data
 
 CLASSES = np.array([-1, 1])
@@ -718,10 +718,9 @@ def parse_args(argv=None):
                    default=["ijcnn1", "shells32"], help="datasets to run (default: both)")
     add_output(p, "peers", "; the PNG files go beside it")
     p.add_argument("--no-plots", action="store_true", help="do not draw the PNG files")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed one-pass repeats per contender (default 3, 1 with --quick)")
+    p.add_quick_option("--repeats", 3, 1, "timed one-pass repeats per contender")
     add_budget(p)
-    p.add_argument("--chunk-rows", type=int, default=4096,
+    p.add_argument("--chunk-rows", type=positive_int, default=4096,
                    help="rows per partial_fit call of onlinekernel, and per accuracy point of "
                         "the time-to-accuracy curves (default: %(default)s)")
     p.add_argument("--sk-batch-sizes", type=parse_int_list, default=[64, 256, 1024, 4096],
@@ -733,32 +732,25 @@ def parse_args(argv=None):
                    help="override an SGDClassifier parameter (repeatable), e.g. alpha=1e-4")
     p.add_argument("--gamma-ijcnn1", type=float, default=1.0,
                    help="RBF gamma on ijcnn1 (default: %(default)s; shells32 uses 1/32)")
-    p.add_argument("--train-rows", type=int, default=None,
-                   help="ijcnn1 training rows (default all 49990, 8000 with --quick)")
-    p.add_argument("--synthetic-train", type=int, default=None,
-                   help="shells32 training rows (default 50000, 8000 with --quick)")
-    p.add_argument("--synthetic-test", type=int, default=None,
-                   help="shells32 test rows (default 10000, 4000 with --quick)")
-    p.add_argument("--test-rows", type=int, default=None,
-                   help="test rows scored after the pass (default 20000, 4000 with --quick)")
-    p.add_argument("--curve-test-rows", type=int, default=None,
-                   help="test rows scored after each chunk (default 2000, 1000 with --quick)")
+    p.add_quick_option("--train-rows", None, 8000, "ijcnn1 training rows",
+                       shown=("all 49990", 8000))
+    p.add_quick_option("--synthetic-train", 50_000, 8000, "shells32 training rows")
+    p.add_quick_option("--synthetic-test", 10_000, 4000, "shells32 test rows")
+    p.add_quick_option("--test-rows", 20_000, 4000, "test rows scored after the pass")
+    p.add_quick_option("--curve-test-rows", 2000, 1000, "test rows scored after each chunk")
     p.add_argument("--no-river", action="store_true", help="leave River out")
-    p.add_argument("--river-samples", type=int, default=None,
-                   help="rows River learns (default 3000, 300 with --quick)")
-    p.add_argument("--river-features", type=int, default=1024,
+    p.add_quick_option("--river-samples", 3000, 300, "rows River learns")
+    p.add_argument("--river-features", type=positive_int, default=1024,
                    help="River's output features: n_components = ceil(this / d) per input "
                         "coordinate (default: %(default)s)")
-    p.add_argument("--river-test-rows", type=int, default=None,
-                   help="test rows River is scored on (default 1000, 300 with --quick)")
-    p.add_argument("--latency-d", type=int, default=100,
+    p.add_quick_option("--river-test-rows", 1000, 300, "test rows River is scored on")
+    p.add_argument("--latency-d", type=positive_int, default=100,
                    help="input dimension of the single-row update latency (default: "
                         "%(default)s)")
-    p.add_argument("--latency-updates", type=int, default=None,
-                   help="timed one-row updates per onlinekernel and sklearn variant (default "
-                        "1000, 200 with --quick)")
-    p.add_argument("--river-latency-updates", type=int, default=None,
-                   help="timed River learn_one calls (default 100, 20 with --quick)")
+    p.add_quick_option("--latency-updates", 1000, 200,
+                       "timed one-row updates per onlinekernel and sklearn variant")
+    p.add_quick_option("--river-latency-updates", 100, 20, "timed River learn_one calls",
+                       type=non_negative_int)
     p.add_argument("--accuracy-slack", type=float, default=0.005,
                    help="best sklearn batch size: the fastest within this accuracy of the most "
                         "accurate one (default: %(default)s)")
@@ -767,20 +759,7 @@ def parse_args(argv=None):
                         "sklearn's minus this (default: %(default)s)")
     add_blas_threads(p)
     add_seed(p, "models, the row order and the synthetic data")
-    args = fill_quick_defaults(
-        p.parse_args(argv), repeats=(3, 1), train_rows=(None, 8000),
-        synthetic_train=(50_000, 8000), synthetic_test=(10_000, 4000), test_rows=(20_000, 4000),
-        curve_test_rows=(2000, 1000), river_samples=(3000, 300), river_test_rows=(1000, 300),
-        latency_updates=(1000, 200), river_latency_updates=(100, 20))
-    positive = ("repeats", "block_size", "max_blocks", "chunk_rows", "synthetic_train",
-                "synthetic_test", "test_rows", "curve_test_rows", "river_samples",
-                "river_features", "river_test_rows", "latency_d", "latency_updates")
-    for name in positive:
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.river_latency_updates < 0 or (args.train_rows is not None and args.train_rows < 1):
-        p.error("--river-latency-updates must be >= 0 and --train-rows >= 1")
-    return fill_output(args, "peers")
+    return p.parse_args(argv)
 
 
 def main(argv=None):

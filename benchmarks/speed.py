@@ -75,8 +75,8 @@ import numpy as np
 from onlinekernel import DSGClassifier
 
 from . import limits as limits_mod
-from ._common import (add_output, argument_parser, busiest_thread_seconds, fill_output,
-                      fill_quick_defaults, load_average, make_logger, parse_int_list, report_header,
+from ._common import (add_output, argument_parser, busiest_thread_seconds, load_average,
+                      make_logger, non_negative_int, parse_int_list, positive_int, report_header,
                       thread_cpu_seconds, write_json)
 
 CLASSES = np.array([-1, 1])
@@ -554,49 +554,39 @@ def _save(fig, path, plt):
 def parse_args(argv=None):
     p = argument_parser(__doc__, "smoke run: 10,000 rows, 1 repeat, 1000 updates, smaller sweep")
     add_output(p, "speed", "; plots are written beside it, named after it")
-    p.add_argument("--rows", type=int, default=None,
-                   help="rows predicted (default 100000, 10000 with --quick)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed calls per figure, median reported (default 3, 1 with --quick)")
+    p.add_quick_option("--rows", 100_000, 10_000, "rows predicted")
+    p.add_quick_option("--repeats", 3, 1, "timed calls per figure, median reported")
     p.add_argument("--dims", type=parse_int_list, default=[16, 128, 784],
                    help="d of the prediction and n_jobs measurements (default: 16,128,784)")
     p.add_argument("--cache-dims", type=parse_int_list, default=[8, 16, 32],
                    help="d of the cache measurement (default: 8,16,32)")
-    p.add_argument("--sweep-d", type=int, default=128,
+    p.add_argument("--sweep-d", type=positive_int, default=128,
                    help="d of the throughput-vs-features sweep (default: %(default)s)")
-    p.add_argument("--sweep-features", type=parse_int_list, default=None,
-                   help="feature counts of the sweep, multiples of 256 (default "
-                        "256,...,8192; up to 4096 with --quick)")
-    p.add_argument("--sweep-rows", type=int, default=None,
-                   help="rows predicted in the sweep (default 20000, 4000 with --quick)")
-    p.add_argument("--latency-d", type=int, default=100,
+    p.add_quick_option("--sweep-features", [256, 512, 1024, 2048, 4096, 8192],
+                       [256, 512, 1024, 2048, 4096],
+                       "feature counts of the sweep, comma-separated multiples of 256",
+                       type=parse_int_list, shown=("256,...,8192", "up to 4096"))
+    p.add_quick_option("--sweep-rows", 20_000, 4_000, "rows predicted in the sweep")
+    p.add_argument("--latency-d", type=positive_int, default=100,
                    help="d of the partial_fit latency measurement (default: %(default)s)")
-    p.add_argument("--latency-updates", type=int, default=None,
-                   help="single-row partial_fit calls (default 6000, 1000 with --quick)")
-    p.add_argument("--latency-window", type=int, default=None,
-                   help="calls per latency window (default 500, 200 with --quick)")
-    p.add_argument("--square", type=int, default=None,
-                   help="reference square GEMM size of the limits, 0 for none "
-                        "(default 2048, 1024 with --quick)")
-    p.add_argument("--limits-seconds", type=float, default=None,
-                   help="duration of one measurement of the limits (default 0.04, 0.01 with "
-                        "--quick)")
+    p.add_quick_option("--latency-updates", 6000, 1000, "single-row partial_fit calls")
+    p.add_quick_option("--latency-window", 500, 200, "calls per latency window")
+    p.add_quick_option("--square", 2048, 1024,
+                       "reference square GEMM size of the limits, 0 for none",
+                       type=non_negative_int)
+    p.add_quick_option("--limits-seconds", 0.04, 0.01,
+                       "duration of one measurement of the limits", type=float)
     p.add_argument("--no-plots", action="store_true", help="write the JSON only")
-    args = fill_quick_defaults(
-        p.parse_args(argv), rows=(100_000, 10_000), repeats=(3, 1),
-        sweep_features=([256, 512, 1024, 2048, 4096, 8192], [256, 512, 1024, 2048, 4096]),
-        sweep_rows=(20_000, 4_000), latency_updates=(6000, 1000), latency_window=(500, 200),
-        square=(2048, 1024), limits_seconds=(0.04, 0.01))
-    if min(args.rows, args.repeats, args.sweep_rows, args.latency_window, args.sweep_d,
-           args.latency_d) < 1 or args.square < 0 or not args.limits_seconds > 0:
-        p.error("sizes and counts must be >= 1 (--square >= 0, --limits-seconds > 0)")
+    args = p.parse_args(argv)
+    if not args.limits_seconds > 0:
+        p.error("--limits-seconds must be > 0")
     if args.rows < WARMUP_ROWS:
         p.error(f"--rows must be >= {WARMUP_ROWS}")
     if args.latency_updates < 2 * args.latency_window:
         p.error("--latency-updates must cover at least two --latency-window windows")
     if any(m % BLOCK_SIZE for m in args.sweep_features):
         p.error(f"--sweep-features must be multiples of {BLOCK_SIZE}")
-    return fill_output(args, "speed")
+    return args
 
 
 def main(argv=None):

@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from onlinekernel import DSGClassifier
 
 from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
-                      argument_parser, load_average, load_dataset, positive_int,
+                      argument_parser, load_average, load_dataset, make_logger, positive_int,
                       report_header, timed_compiled_steps, write_json)
 
 CLASSES = np.array([-1, 1])
@@ -376,9 +376,7 @@ def main(argv=None):
     started = time.perf_counter()
     # now: the extension in memory is the one loaded at the start
     header = report_header("first_benchmark", "quick" if args.quick else "full")
-
-    def log(msg):
-        print(f"[{time.perf_counter() - started:6.1f}s] {msg}", flush=True)
+    log = make_logger(started)
 
     X_tr, y_tr, X_te, y_te = load_ijcnn1(args.data_dir)
     n_syn_train, n_syn_test = args.synthetic_train, args.synthetic_test

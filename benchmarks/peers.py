@@ -79,8 +79,9 @@ from threadpoolctl import threadpool_limits
 from onlinekernel import DSGClassifier
 
 from ._common import (add_blas_threads, add_budget, add_data_dir, add_output, add_seed,
-                      argument_parser, load_average, non_negative_int, parse_int_list,
-                      positive_int, report_header, timed_compiled_steps, write_json)
+                      argument_parser, load_average, make_logger, non_negative_int,
+                      parse_int_list, positive_int, report_header, timed_compiled_steps,
+                      write_json)
 from .first_benchmark import load_ijcnn1, make_shells  # the same data
 
 CLASSES = np.array([-1, 1])
@@ -769,9 +770,7 @@ def main(argv=None):
     # now: the extension in memory is the one loaded at the start
     header = report_header("peers", "quick" if args.quick else "full", argv)
     caps = estimator_capabilities()
-
-    def log(msg):
-        print(f"[{time.perf_counter() - started:6.1f}s] {msg}", flush=True)
+    log = make_logger(started)
 
     M = args.block_size * args.max_blocks
     cfg = {

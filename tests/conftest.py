@@ -17,6 +17,7 @@ plugin's losses through ``tests/losses/test_losses.py``), set
 ``ONLINEKERNEL_DISABLE_PLUGINS=0``: an explicit setting is kept.
 """
 import contextlib
+import inspect
 import json
 import os
 import pickle
@@ -26,7 +27,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, softmax
 
-from onlinekernel import get_feature_map, get_loss, registry
+from onlinekernel import FeatureMap, Loss, get_feature_map, get_loss, registry
 from onlinekernel.solvers import FeatureOperator, Problem
 
 os.environ.setdefault(registry.DISABLE_ENV, "1")
@@ -135,6 +136,80 @@ def loss_gradient(name, params, Y, U):
     if name == "quantile":
         return (Y < U).astype(np.float64) - params.get("quantile", 0.5)
     raise KeyError(name)
+
+
+class PyLogistic(Loss):
+    """The logistic loss in Python (margin targets), as a reference for the compiled one."""
+    name = "py_logistic"
+    target_encoding = "margin"
+    link = "logistic"
+
+    def loss(self, y, raw):
+        return np.logaddexp(0.0, -y * raw).sum(axis=1)
+
+    def gradient(self, y, raw):
+        return -y / (1.0 + np.exp(y * raw))
+
+
+class PySquared(Loss):
+    """The squared loss in Python (real targets)."""
+    name = "py_squared"
+    target_encoding = "real"
+
+    def loss(self, y, raw):
+        return (0.5 * (raw - y) ** 2).sum(axis=1)
+
+    def gradient(self, y, raw):
+        return raw - y
+
+
+class PyCauchyLoss(Loss):
+    """c^2/2 log(1 + (r/c)^2) of r = raw - y, in Python: robust, and not convex."""
+    name = "py_cauchy"
+    target_encoding = "real"
+
+    def __init__(self, c=1.0):
+        self.c = c
+
+    def loss(self, y, raw):
+        r = (np.asarray(raw) - np.asarray(y)) / self.c
+        return 0.5 * self.c ** 2 * np.log1p(r ** 2).reshape(len(r), -1).sum(axis=1)
+
+    def gradient(self, y, raw):
+        r = np.asarray(raw) - np.asarray(y)
+        return r / (1.0 + (r / self.c) ** 2)
+
+
+class PyGaussianRFF(FeatureMap):
+    """Gaussian random Fourier features in Python: sqrt(2) cos(x W^T + b)."""
+    name = "py_gaussian_rff"
+
+    def __init__(self, n_components=256, gamma=1.0):
+        super().__init__(n_components)
+        self.gamma = gamma
+
+    def param_size(self):
+        return self.n_components * (self.n_features_in + 1)
+
+    def generate_params(self, seed, block):
+        F, d = self.n_components, self.n_features_in
+        w = self.normal(seed, block, 0, F * d) * np.sqrt(2 * self.gamma)
+        b = self.uniform(seed, block, 1, F, 0.0, 2 * np.pi)
+        return np.concatenate([w, b])
+
+    def features(self, params, X):
+        F, d = self.n_components, self.n_features_in
+        return np.sqrt(2.0) * np.cos(X @ params[:F * d].reshape(F, d).T + params[F * d:])
+
+
+def plugin_source(*classes):
+    """The source code of ``classes`` (defined here), for a plugin module written at test time.
+
+    A distribution the tests install must not import the test suite (it may
+    be loaded in a fresh process): its module carries a copy of the classes
+    it builds on, and imports what they use (``np``, ``Loss``, ``FeatureMap``).
+    """
+    return "".join("\n\n" + inspect.getsource(cls) for cls in classes)
 
 
 def run_quick(bench, data_dir, *argv, name=None, out_flag="--output-dir"):

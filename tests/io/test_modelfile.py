@@ -23,6 +23,8 @@ from onlinekernel import DSGClassifier, DSGRegressor, ModelFileError, registry
 from onlinekernel.io import modelfile
 from onlinekernel.io.modelfile import MAGIC, ModelFileNotFoundError, dumps, loads, read_header
 
+from conftest import PyCauchyLoss, PyGaussianRFF, plugin_source
+
 SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0)
 SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, solver="sgd", max_iter=2, tol=None, random_state=0)
 PRELUDE = 24
@@ -575,42 +577,14 @@ import numpy as np
 
 from onlinekernel import FeatureMap, Loss
 from onlinekernel.hookspecs import hookimpl
+''' + plugin_source(PyCauchyLoss, PyGaussianRFF) + '''
 
-
-class CauchyLoss(Loss):
+class CauchyLoss(PyCauchyLoss):
     name = "ok_mf_cauchy"
-    target_encoding = "real"
-
-    def __init__(self, c=1.0):
-        self.c = c
-
-    def loss(self, y, raw):
-        return (0.5 * self.c ** 2 * np.log1p(((raw - y) / self.c) ** 2)).sum(axis=1)
-
-    def gradient(self, y, raw):
-        r = raw - y
-        return r / (1.0 + (r / self.c) ** 2)
 
 
-class CosineMap(FeatureMap):
+class CosineMap(PyGaussianRFF):
     name = "ok_mf_cosine"
-
-    def __init__(self, n_components=256, gamma=1.0):
-        super().__init__(n_components)
-        self.gamma = gamma
-
-    def param_size(self):
-        return self.n_components * (self.n_features_in + 1)
-
-    def generate_params(self, seed, block):
-        F, d = self.n_components, self.n_features_in
-        w = self.normal(seed, block, 0, F * d) * np.sqrt(2 * self.gamma)
-        b = self.uniform(seed, block, 1, F, 0.0, 2 * np.pi)
-        return np.concatenate([w, b])
-
-    def features(self, params, X):
-        F, d = self.n_components, self.n_features_in
-        return np.sqrt(2.0) * np.cos(X @ params[:F * d].reshape(F, d).T + params[F * d:])
 
 
 @hookimpl

@@ -32,7 +32,7 @@ import onlinekernel
 from onlinekernel import DSGClassifier, DSGRegressor, Loss, get_loss
 from onlinekernel.losses.operator import CyOperatorObjective
 
-from conftest import all_entry_points, loss_gradient
+from conftest import PySquared, all_entry_points, loss_gradient
 
 # --------------------------------------------------------------------------- #
 # the losses under test, built once at collection time
@@ -341,12 +341,8 @@ def test_convexity_check_catches_a_concave_loss():
 
 
 def test_finite_difference_check_catches_a_wrong_gradient():
-    class WrongSign(Loss):
+    class WrongSign(PySquared):
         name = "wrong_sign"
-        target_encoding = "real"
-
-        def loss(self, y, raw):
-            return (0.5 * (raw - y) ** 2).sum(axis=1)
 
         def gradient(self, y, raw):
             return y - raw

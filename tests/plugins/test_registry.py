@@ -21,8 +21,10 @@ import numpy as np
 import pytest
 
 import onlinekernel
-from onlinekernel import DSGClassifier, DSGRegressor, Loss, hookspecs, registry
+from onlinekernel import DSGClassifier, DSGRegressor, hookspecs, registry
 from onlinekernel.registry import PluginConflictWarning, PluginWarning
+
+from conftest import PyCauchyLoss, PyLogistic, PySquared, plugin_source
 
 # What issue 2 requires at least; the built-in plugin modules are the
 # ground truth for the complete lists (more maps may be added there).
@@ -563,23 +565,10 @@ import numpy as np
 from onlinekernel import Loss
 from onlinekernel.hookspecs import hookimpl
 from onlinekernel.featuremaps.gaussian import Gaussian
+''' + plugin_source(PyCauchyLoss) + '''
 
-
-class CauchyLoss(Loss):
-    """c^2/2 log(1 + (r/c)^2): robust, and not convex."""
+class CauchyLoss(PyCauchyLoss):
     name = "ok_cauchy_loss"
-    target_encoding = "real"
-
-    def __init__(self, c=1.0):
-        self.c = c
-
-    def loss(self, y, raw):
-        r = (np.asarray(raw) - np.asarray(y)) / self.c
-        return 0.5 * self.c ** 2 * np.log1p(r ** 2).reshape(len(r), -1).sum(axis=1)
-
-    def gradient(self, y, raw):
-        r = np.asarray(raw) - np.asarray(y)
-        return r / (1.0 + (r / self.c) ** 2)
 
 
 class ScaledCauchy(CauchyLoss):
@@ -653,43 +642,15 @@ def test_the_test_suite_ignores_installed_third_party_plugins(site, tmp_path):
 # ---------------------------------------------------------------------- #
 # 6. pure-Python losses as instances
 # ---------------------------------------------------------------------- #
-class PyLogistic(Loss):
-    """The logistic loss in Python (margin targets), as a reference for the compiled one."""
-    name = "py_logistic"
-    target_encoding = "margin"
-    link = "logistic"
-
-    def loss(self, y, raw):
-        return np.logaddexp(0.0, -y * raw).sum(axis=1)
-
-    def gradient(self, y, raw):
-        return -y / (1.0 + np.exp(y * raw))
-
-
-class PySquared(Loss):
-    """The squared loss in Python (real targets)."""
-    name = "py_squared"
-    target_encoding = "real"
-
-    def loss(self, y, raw):
-        return (0.5 * (raw - y) ** 2).sum(axis=1)
-
-    def gradient(self, y, raw):
-        return raw - y
-
-
-class FaultyLoss(Loss):
+# PyLogistic and PySquared (conftest.py): the logistic and squared losses in Python
+class FaultyLoss(PySquared):
     """Squared loss that turns faulty once ``calls`` reaches ``fail_at``."""
     name = "faulty"
-    target_encoding = "real"
 
     def __init__(self, fault="nan", fail_at=0):
         self.fault = fault
         self.fail_at = fail_at
         self.calls = 0
-
-    def loss(self, y, raw):
-        return (0.5 * (raw - y) ** 2).sum(axis=1)
 
     def gradient(self, y, raw):
         self.calls += 1

@@ -11,8 +11,10 @@ projection -- in numpy, on plain (unscaled) coefficients.
 import numpy as np
 import pytest
 
-from onlinekernel import DSGClassifier, DSGRegressor, FeatureMap, load
+from onlinekernel import DSGClassifier, DSGRegressor, load
 from onlinekernel.solvers.reuse import precondition, safe_step_size, uniform_picks
+
+from conftest import PyGaussianRFF
 
 F, B = 16, 8
 
@@ -233,27 +235,17 @@ def test_check_adds_blocks_while_no_old_block_qualifies():
 CALLS = {"features": 0, "generate": 0}
 
 
-class CountingRFF(FeatureMap):
+class CountingRFF(PyGaussianRFF):
     """Gaussian random Fourier features that count their evaluations."""
     name = "counting_rff"
 
-    def __init__(self, n_components=16, gamma=0.5):
-        super().__init__(n_components)
-        self.gamma = gamma
-
-    def param_size(self):
-        return self.n_components * (self.n_features_in + 1)
-
     def generate_params(self, seed, block):
         CALLS["generate"] += 1
-        n, d = self.n_components, self.n_features_in
-        w = self.normal(seed, block, 0, n * d) * np.sqrt(2 * self.gamma)
-        return np.concatenate([w, self.uniform(seed, block, 1, n, 0.0, 2 * np.pi)])
+        return super().generate_params(seed, block)
 
     def features(self, params, X):
         CALLS["features"] += 1
-        n, d = self.n_components, self.n_features_in
-        return np.sqrt(2.0) * np.cos(X @ params[:n * d].reshape(n, d).T + params[n * d:])
+        return super().features(params, X)
 
 
 @pytest.mark.parametrize("params", [dict(reuse="all"), dict(reuse="none"),
@@ -264,7 +256,7 @@ class CountingRFF(FeatureMap):
                          ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
 def test_full_budget_keeps_the_blocks_and_a_constant_cost_per_step(params):
     X, y = _data()
-    model = _model(kernel=CountingRFF(), max_blocks=5, **params)
+    model = _model(kernel=CountingRFF(n_components=F, gamma=0.5), max_blocks=5, **params)
     per_step, generated, full = [], [], None
     for s in range(40):
         before, gen = CALLS["features"], CALLS["generate"]

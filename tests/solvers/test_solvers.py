@@ -12,7 +12,7 @@ from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
 
-from conftest import gaussian_problem
+from conftest import PyLogistic, PySquared, gaussian_problem
 
 
 def _problem(loss, y, n=300, d=3, alpha=1e-4, fit_intercept=True, K=1, cached=True, w=None):
@@ -129,22 +129,12 @@ def test_choose_solver_by_curvature_and_memory():
 
 
 def test_a_loss_without_curvature_trains_by_sgd():
-    from onlinekernel import Loss
-
-    class Sq(Loss):
-        target_encoding = "real"
-
-        def loss(self, y, raw):
-            return 0.5 * ((raw - y) ** 2).sum(axis=1)
-
-        def gradient(self, y, raw):
-            return raw - y
-
+    assert PySquared.curvature is None  # the squared loss in Python declares none
     X = np.random.default_rng(0).normal(size=(100, 2))
-    reg = DSGRegressor(loss=Sq(), max_iter=2, tol=None, random_state=0).fit(X, X[:, 0])
+    reg = DSGRegressor(loss=PySquared(), max_iter=2, tol=None, random_state=0).fit(X, X[:, 0])
     assert reg.solver_ == "sgd" and reg.n_iter_ == 2
     with pytest.raises(ValueError, match="curvature"):
-        DSGRegressor(loss=Sq(), solver="cholesky").fit(X, X[:, 0])
+        DSGRegressor(loss=PySquared(), solver="cholesky").fit(X, X[:, 0])
 
 
 def test_estimator_batch_fit_is_the_optimum():
@@ -433,7 +423,6 @@ def test_variance_reduced_estimators_reach_the_batch_optimum():
 
 
 def test_step_from_the_declared_or_estimated_curvature_bound():
-    from onlinekernel import Loss
     from onlinekernel.solvers import smoothness_bound, solve_svrg
     assert [get_loss(n).curvature_bound for n in
             ("squared", "logistic", "multinomial", "squared_hinge", "huber")] == [
@@ -443,15 +432,10 @@ def test_step_from_the_declared_or_estimated_curvature_bound():
     expected = 0.25 * ((Phi ** 2).sum(axis=1).max() + 1.0) + p.lam
     assert smoothness_bound(p) == pytest.approx(expected, rel=1e-12)
 
-    class Logistic(Loss):  # a Python loss that declares no bound: estimated at the start
-        target_encoding = "margin"
+    class Logistic(PyLogistic):  # a Python loss that declares no bound: estimated at the start
         curvature = "smooth"
 
-        def loss(self, y, raw):
-            return np.logaddexp(0.0, -y * raw).sum(axis=1)
-
-        def gradient(self, y, raw):
-            return -y / (1.0 + np.exp(y * raw))
+    assert Logistic.curvature_bound is None
 
     from onlinekernel.losses.base import as_cy_loss
     p2 = Problem(p.features, as_cy_loss(Logistic()), p.Y, np.ones(300), 1e-3, True, 1)

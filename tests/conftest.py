@@ -212,6 +212,15 @@ def plugin_source(*classes):
     return "".join("\n\n" + inspect.getsource(cls) for cls in classes)
 
 
+def refused(name, param, *values, match=None):
+    """Rows ``(name, {param: value}, match)`` of a table of invalid parameters, one a value.
+
+    Each of ``values`` given as ``param`` to the loss or feature map ``name``
+    is to be refused with an error matching ``match`` (by default ``param``).
+    """
+    return [(name, {param: value}, param if match is None else match) for value in values]
+
+
 def run_quick(bench, data_dir, *argv, name=None, out_flag="--output-dir"):
     """``bench.main`` in quick mode on the datasets in ``data_dir``: ``(report, saved)``.
 

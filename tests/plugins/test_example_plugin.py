@@ -34,7 +34,7 @@ from onlinekernel import (DSGClassifier, ModelFileError, cli, get_feature_map, g
 from onlinekernel.io import modelfile
 from onlinekernel.featuremaps.base import as_cy_feature_map
 
-from conftest import all_entry_points
+from conftest import all_entry_points, refused
 
 DIST = "onlinekernel-example-plugin"
 MODULE = "onlinekernel_example_plugin"
@@ -123,17 +123,11 @@ def test_components_are_built_by_name_as_pure_python_plugins():
 
 
 @pytest.mark.parametrize("name, params, word", [
-    ("smooth_hinge", {"smoothing": 0.0}, "smoothing"),
-    ("smooth_hinge", {"smoothing": -1.0}, "smoothing"),
-    ("smooth_hinge", {"smoothing": math.nan}, "smoothing"),
-    ("smooth_hinge", {"smoothing": math.inf}, "smoothing"),
-    ("smooth_hinge", {"smoothing": True}, "smoothing"),
-    ("smooth_hinge", {"smoothing": "1"}, "smoothing"),
-    ("smooth_hinge", {"delta": 1.0}, "invalid parameters for loss 'smooth_hinge'"),
-    ("cauchy", {"gamma": 0.0}, "gamma"),
-    ("cauchy", {"gamma": math.inf}, "gamma"),
-    ("cauchy", {"n_components": 0}, "n_components"),
-    ("cauchy", {"degree": 2}, "invalid parameters for feature map 'cauchy'"),
+    *refused("smooth_hinge", "smoothing", 0.0, -1.0, math.nan, math.inf, True, "1"),
+    *refused("smooth_hinge", "delta", 1.0, match="invalid parameters for loss 'smooth_hinge'"),
+    *refused("cauchy", "gamma", 0.0, math.inf),
+    *refused("cauchy", "n_components", 0),
+    *refused("cauchy", "degree", 2, match="invalid parameters for feature map 'cauchy'"),
 ])
 def test_invalid_parameters_are_refused_by_name(name, params, word):
     build = get_loss if name == "smooth_hinge" else get_feature_map

@@ -576,7 +576,7 @@ PLUGIN_SOURCE = '''
 import numpy as np
 
 from onlinekernel import FeatureMap, Loss
-from onlinekernel.hookspecs import hookimpl
+from onlinekernel.hookspecs import Plugin
 ''' + plugin_source(PyCauchyLoss, PyGaussianRFF) + '''
 
 class CauchyLoss(PyCauchyLoss):
@@ -587,14 +587,7 @@ class CosineMap(PyGaussianRFF):
     name = "ok_mf_cosine"
 
 
-@hookimpl
-def onlinekernel_register_losses():
-    return {CauchyLoss.name: CauchyLoss}
-
-
-@hookimpl
-def onlinekernel_register_feature_maps():
-    return {CosineMap.name: CosineMap}
+plugin = Plugin(losses=[CauchyLoss], feature_maps=[CosineMap])
 '''
 
 
@@ -611,7 +604,7 @@ def plugin(tmp_path, monkeypatch, entry_point_plugins):
     info = site / f"{PLUGIN_DIST.replace('-', '_')}-0.3.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {PLUGIN_DIST}\nVersion: 0.3\n")
-    (info / "entry_points.txt").write_text(f"[onlinekernel]\nok_mf = {PLUGIN_MODULE}\n")
+    (info / "entry_points.txt").write_text(f"[onlinekernel]\nok_mf = {PLUGIN_MODULE}:plugin\n")
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     registry.reset()

@@ -1,7 +1,7 @@
 """The example third-party plugin package, exercised by name.
 
 ``examples/onlinekernel-example-plugin`` is a separate distribution that
-declares the module ``onlinekernel_example_plugin`` under the
+declares its plugin object ``onlinekernel_example_plugin:plugin`` under the
 ``onlinekernel`` entry-point group; it registers the pure-Python loss
 ``smooth_hinge`` and feature map ``cauchy``.  The test command installs it
 next to onlinekernel::
@@ -99,7 +99,7 @@ def fresh_registry():
 # --------------------------------------------------------------------------- #
 def test_entry_point_is_declared_by_the_distribution():
     eps = importlib.metadata.distribution(DIST).entry_points.select(group="onlinekernel")
-    assert [(ep.name, ep.value) for ep in eps] == [("example", MODULE)]
+    assert [(ep.name, ep.value) for ep in eps] == [("example", f"{MODULE}:plugin")]
 
 
 def test_both_components_are_listed_with_their_distribution():

@@ -436,6 +436,39 @@ def test_distinct_plugins_sharing_an_entry_point_name_are_both_loaded(site):
     assert losses["ok_loss_a"]["plugin"] != losses["ok_loss_b"]["plugin"]
 
 
+def test_a_plugin_object_named_by_its_entry_point_registers_its_classes(site):
+    site.install("ok-plugin-object", {"ok_plugin_object": '''
+        from onlinekernel.hookspecs import Plugin
+        from onlinekernel.featuremaps.gaussian import Gaussian
+        from onlinekernel.losses.builtin import Squared
+
+        class Renamed(Squared):
+            name = "ok_object_loss"
+
+        plugin = Plugin(losses=[Renamed], feature_maps={"ok_object_map": Gaussian})
+        '''}, {"objects": "ok_plugin_object:plugin"})
+    losses, maps = onlinekernel.available_losses(), onlinekernel.available_feature_maps()
+    assert losses["ok_object_loss"]["distribution"] == "ok-plugin-object"
+    assert losses["ok_object_loss"]["plugin"] == "objects"
+    assert maps["ok_object_map"]["distribution"] == "ok-plugin-object"
+    assert type(onlinekernel.get_loss("ok_object_loss")).__name__ == "Renamed"
+    assert "ok_object_map" not in losses and "ok_object_loss" not in maps
+
+
+def test_a_plugin_object_refuses_a_factory_without_a_name():
+    def paired_gaussian(**params):
+        return onlinekernel.get_feature_map("gaussian", pairs=True, **params)
+
+    with pytest.raises(TypeError, match="no string attribute 'name'.*dict of name"):
+        hookspecs.Plugin(feature_maps=[paired_gaussian])
+    plugin = hookspecs.Plugin(feature_maps={"ok_paired": paired_gaussian})
+    assert plugin.onlinekernel_register_feature_maps() == {"ok_paired": paired_gaussian}
+    assert plugin.onlinekernel_register_losses() == {}
+    # the object hands out copies: what a caller does to them is not registered
+    plugin.onlinekernel_register_feature_maps().clear()
+    assert list(plugin.onlinekernel_register_feature_maps()) == ["ok_paired"]
+
+
 @pytest.mark.parametrize("hook, name, builtin_plugin", [
     ("onlinekernel_register_losses", "hinge", "onlinekernel.losses.hooks"),
     ("onlinekernel_register_feature_maps", "gaussian", "onlinekernel.featuremaps.hooks"),

@@ -9,10 +9,10 @@ This package is a template for plugin authors.  It provides
 
 Both are pure Python (subclasses of :class:`onlinekernel.Loss` and
 :class:`onlinekernel.FeatureMap`), so the distribution needs no compiler.
-The two functions below are the plugin's hook implementations: the
-distribution declares this module under the ``onlinekernel`` entry-point
-group (see ``pyproject.toml``) and onlinekernel's registry calls them once,
-the first time a loss or feature map is looked up.  The names they return
+The object ``plugin`` below implements the plugin's hooks: the
+distribution declares it under the ``onlinekernel`` entry-point group (see
+``pyproject.toml``) and onlinekernel's registry calls its hooks once, the
+first time a loss or feature map is looked up.  The names they return
 are how users, model files and the command line refer to the components.
 
 Examples
@@ -25,23 +25,13 @@ Examples
 >>> onlinekernel.get_loss("smooth_hinge", smoothing=0.5)
 SmoothHinge(smoothing=0.5)
 """
-from onlinekernel.hookspecs import hookimpl
+from onlinekernel.hookspecs import Plugin
 
 from onlinekernel_example_plugin.cauchy import CauchyFeatures
 from onlinekernel_example_plugin.smooth_hinge import SmoothHinge
 
 __version__ = "0.1.0"
-__all__ = ["CauchyFeatures", "SmoothHinge", "onlinekernel_register_losses",
-           "onlinekernel_register_feature_maps"]
+__all__ = ["CauchyFeatures", "SmoothHinge", "plugin"]
 
-
-@hookimpl
-def onlinekernel_register_losses():
-    """Register the ``smooth_hinge`` loss: ``{name: factory}``."""
-    return {SmoothHinge.name: SmoothHinge}
-
-
-@hookimpl
-def onlinekernel_register_feature_maps():
-    """Register the ``cauchy`` feature map: ``{name: factory}``."""
-    return {CauchyFeatures.name: CauchyFeatures}
+#: The plugin: registers ``smooth_hinge`` and ``cauchy`` (both hooks).
+plugin = Plugin(losses=[SmoothHinge], feature_maps=[CauchyFeatures])

@@ -1,14 +1,6 @@
-"""The hook implementations of the compiled plugin."""
-from onlinekernel.hookspecs import hookimpl
+"""The plugin object of the compiled plugin: what it registers."""
+from onlinekernel.hookspecs import Plugin
 
 from okguide_cython._plugin import ExponentialFeatures, PseudoHuber
 
-
-@hookimpl
-def onlinekernel_register_losses():
-    return {PseudoHuber.name: PseudoHuber}
-
-
-@hookimpl
-def onlinekernel_register_feature_maps():
-    return {ExponentialFeatures.name: ExponentialFeatures}
+plugin = Plugin(losses=[PseudoHuber], feature_maps=[ExponentialFeatures])

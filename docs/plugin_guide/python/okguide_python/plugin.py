@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from onlinekernel import FeatureMap, Loss
-from onlinekernel.hookspecs import hookimpl
+from onlinekernel.hookspecs import Plugin
 
 
 class PseudoHuber(Loss):
@@ -87,11 +87,5 @@ class ExponentialFeatures(FeatureMap):
         return np.exp(-self.gamma * np.sqrt(np.maximum(d2, 0.0)))
 
 
-@hookimpl
-def onlinekernel_register_losses():
-    return {PseudoHuber.name: PseudoHuber}
-
-
-@hookimpl
-def onlinekernel_register_feature_maps():
-    return {ExponentialFeatures.name: ExponentialFeatures}
+# both hooks in one object; pyproject.toml names it under the entry-point group
+plugin = Plugin(losses=[PseudoHuber], feature_maps=[ExponentialFeatures])

@@ -76,6 +76,28 @@ def test_newton_and_lbfgs_match_logistic_regression(solve):
     assert abs(sol.objective - f_ref) <= 1e-4 * f_ref
 
 
+class _RoundedValues(Problem):
+    """The objective as a sum in another order gives it: off by a few roundings.
+
+    A distributed fit sums its partitions' values in another order than one
+    machine does, which moves ``J`` by a few units in its last place.
+    """
+
+    def value(self, C, U):
+        f = super().value(C, U)
+        return f + f * 4 * np.finfo(float).eps * np.sin(1e6 * float(C.sum()))
+
+
+def test_newton_reaches_a_tight_tol_when_values_are_only_rounding_apart():
+    # near the optimum the line search's decrease is below J's rounding: the
+    # step is judged by the gradient there, not given up on (it stalled at a
+    # relative gradient of 1e-10 before)
+    p, _, _ = _problem("logistic", _xor)
+    p.__class__ = _RoundedValues
+    sol = solve_newton_cg(p, tol=1e-13, max_iter=30)
+    assert sol.converged and sol.gradient_norm <= 1e-13 and sol.n_iter < 30
+
+
 def test_newton_matches_multinomial_logistic_regression():
     p, X, _ = _problem("multinomial", lambda X: np.digitize(X[:, :1], [-0.5, 0.5]).astype(float),
                        K=3)

@@ -57,6 +57,9 @@ _JITTER = 1e-10
 # Gram matrix of features spanning fewer dimensions than their number (Nystrom
 # features beyond the kernel's numerical rank) with a penalty below its rounding.
 _JITTERS = (_JITTER, 1e-8, 1e-6, 1e-4)
+# Relative differences of the objective within which the line search judges a
+# step by the gradient norm instead (rounding of a sum of many terms).
+_ROUNDING = 16 * np.finfo(np.float64).eps
 
 
 def _start(problem, coef, intercept):
@@ -407,20 +410,30 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
             slope = -gnorm ** 2
         if dU is None:
             dU = problem.features.matvec(pC) + (pb if problem.fit_intercept else 0.0)
-        t = 1.0
+        t, g_t = 1.0, None
         for _ in range(60):
             Ct = C + t * pC
             Ut = U + t * dU
             ft = problem.value(Ct, Ut)
             if ft <= f + 1e-4 * t * slope:
                 break
+            # Near the optimum the decrease (about slope / 2) is below the
+            # rounding of J, a sum over the rows whose value depends on the
+            # order of the sums (a distributed fit's differs from one
+            # machine's): the values cannot judge the step there, the
+            # gradient can (as in scikit-learn's NewtonSolver).
+            if abs(ft - f) <= _ROUNDING * abs(f):
+                g_t = problem.gradient(Ct, Ut)
+                if Problem.norm(*g_t) < gnorm:
+                    break
+                g_t = None
             t *= 0.5
         else:  # no decrease within rounding: this is as close as doubles get
             break
         C, U, f = Ct, Ut, ft
         if problem.fit_intercept:
             b = b + t * pb
-        gC, gb = problem.gradient(C, U)
+        gC, gb = g_t if g_t is not None else problem.gradient(C, U)
         gnorm = Problem.norm(gC, gb)
         if callback is not None:
             callback(it, objective=f, gradient_norm=gnorm / g0, CG_iterations=used, step=t)

@@ -616,13 +616,18 @@ class BaseDSG(BaseEstimator):
         one-row step.  The memo holds only plain values (see ``_plain``):
         parameters holding a dict, an array or an object are checked at every
         call.  It lives outside the instance (never pickled or cloned).
+        Returns the :class:`TrainConfig` of the checked parameters, which
+        depends on them alone and is memoised with them.
         """
         key = _params_key(self)
-        if _validated.get(self) == key:
-            return
+        memo = _validated.get(self)
+        if memo is not None and memo[0] == key:
+            return memo[1]
         self._validate_params()
+        config = self._build_train_config()
         if all(map(_plain, key[1])):
-            _validated[self] = key
+            _validated[self] = (key, config)
+        return config
 
     def check_params(self):
         """Check the parameters now, as every training call does first; return ``self``.
@@ -738,8 +743,16 @@ class BaseDSG(BaseEstimator):
         return {"learning_rate": self._setting("learning_rate"), "eta0": self.eta0,
                 "t0": self._setting("t0")}
 
-    def _train_config(self, state):
-        """The :class:`TrainConfig` of this call's steps on ``state``, from the settings."""
+    def _train_config(self, state, checked=None):
+        """The :class:`TrainConfig` of this call's steps on ``state``, from the settings.
+
+        It depends on the checked parameters alone: ``checked``, what this
+        call's ``_check_params`` returned, else theirs now.
+        """
+        return self._check_params() if checked is None else checked
+
+    def _build_train_config(self):
+        """The :class:`TrainConfig` of the parameters, from the settings (checked first)."""
         s = self._settings()
         return TrainConfig(
             batch_size=s["batch_size"], max_blocks=s["max_blocks"], **self._schedule(),
@@ -1715,14 +1728,15 @@ class BaseDSG(BaseEstimator):
         if any(map(_dask.is_dask_collection, (X, y, sample_weight))):
             # the partitions in order, one update each (dask-ml's Incremental)
             return _dask.partial_fit(self, X, y, sample_weight, classes=classes)
-        self._check_params()
+        checked = self._check_params()
         fast = self._fast_inputs(X, y, sample_weight, classes)
         if fast is not None:
             X, Y = fast
             X = self._scale_inputs(X)
             with self._training() as state:
                 Y = self._standardize_targets(state, Y, None, first=False)
-                self._run_epoch(state, self._train_config(state), X, Y, np.ones(X.shape[0]),
+                config = self._train_config(state, checked)
+                self._run_epoch(state, config, X, Y, np.ones(X.shape[0]),
                                 np.arange(X.shape[0], dtype=np.int64))
             return self
         first = not hasattr(self, "_coef")
@@ -1739,7 +1753,7 @@ class BaseDSG(BaseEstimator):
             Y = self._standardize_targets(state, Y, sw, first=first)
             self._record_penalty(state)
             order = np.arange(X.shape[0], dtype=np.int64)
-            self._run_epoch(state, self._train_config(state), X, Y, sw, order)
+            self._run_epoch(state, self._train_config(state, checked), X, Y, sw, order)
         return self
 
     # ------------------------------------------------------------------ #

@@ -368,8 +368,11 @@ BAD = [
     ("sparse_nan_p", lambda P, Q: (_nan_csr(P), Q), {}, "X_numerator contains NaN"),
     ("odd_batch", lambda P, Q: (P, Q), {"batch_size": 15},
      "batch_size must be even .* got 15"),
-    ("gamma_rule", lambda P, Q: (P, Q), {"gamma": "auto"},
-     "gamma must be a finite number > 0.0, got 'auto'"),
+    ("gamma_rule", lambda P, Q: (P, Q), {"gamma": "wide"},
+     "gamma must be a finite number > 0.0, got 'wide'"),
+    # the batch solvers' bandwidth path, which this estimator does not run
+    ("gamma_auto", lambda P, Q: (P, Q), {"gamma": "auto"},
+     r"gamma='auto' chooses .* DSGDensityRatio does not run.*\['median', 'scale'\]"),
     ("alpha", lambda P, Q: (P, Q), {"alpha": -1.0}, "alpha must be a finite number >= 0.0"),
     ("kernel", lambda P, Q: (P, Q), {"kernel": "nope"}, "unknown feature map 'nope'"),
 ]

@@ -42,8 +42,8 @@ def test_elm_regressor_is_dsg_cholesky(regression_data, kernel, activation, dtyp
     kp = {"bias": 1.0} if kernel == "iln" else None  # bias="auto" on a map with biases
     if activation is not None:
         kp["activation"] = activation
-    dsg = DSGRegressor(kernel=kernel, kernel_params=kp, n_components=200, alpha=1e-4,
-                       block_size=64, solver="cholesky", dtype=dtype,
+    dsg = DSGRegressor(kernel=kernel, gamma="scale", kernel_params=kp, n_components=200,
+                       alpha=1e-4, block_size=64, solver="cholesky", dtype=dtype,
                        random_state=3).fit(X, y)
     assert elm.solver_ == "cholesky" and elm.n_random_features_ == 256
     assert np.array_equal(elm.coef_, dsg.coef_)

@@ -556,7 +556,7 @@ HYPER = [
     ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
     ({"cache_bytes": -1}, "cache_bytes must be an integer >= 0, got -1"),
     ({"gamma": -1.0}, "gamma must be a finite number > 0.0, got -1.0"),
-    ({"gamma": "auto"}, "gamma must be a finite number > 0.0, got 'auto'"),
+    ({"gamma": "wide"}, "gamma must be a finite number > 0.0, got 'wide'"),
     ({"degree": -1}, "degree must be an integer >= 0, got -1"),
     ({"coef0": np.inf}, "coef0 must be a finite number"),
     ({"kernel_params": 3}, "kernel_params must be a dict or None, got int"),

@@ -81,6 +81,16 @@ _ALPHA_PATH_TOL = 1e-3  # the loosest tol of the path's solves
 # penalty is carried to all rows as an SVM's C is (alpha times n is kept).
 _ALPHA_PATH_ROWS = 10_000
 _AUTO_ALPHA = 1e-6
+# gamma="auto": multiples of the "scale" bandwidth tried (see _gamma_path), on
+# a small model of this many blocks, trained on at most this many rows and
+# scored on at most this many of a quarter held out.  Measured against the
+# exact kernel ridge machines' tuned bandwidths (benchmarks/quality.py):
+# cpusmall (0.125x), protein (4x) and cadata (2x) picked as tuned.
+_GAMMA_PATH = 2.0 ** np.arange(-4.0, 5.0)
+_GAMMA_PATH_BLOCKS = 4
+_GAMMA_PATH_ROWS = 4_000
+_GAMMA_PATH_VALIDATION = 2_000
+_GAMMA_PATH_HELD_OUT = 0.25
 _PRECONDITIONS = ("auto", "eigenpro")
 # EigenPro (precondition="eigenpro"): the directions corrected and the rows
 # the spectrum is estimated from (Ma & Belkin's defaults: k = 160, s = 2000 or so);
@@ -667,7 +677,12 @@ class BaseDSG(BaseEstimator):
         if settings["forgetting"] and settings["precondition"] == "eigenpro":
             raise ValueError("forgetting cannot be combined with precondition='eigenpro': "
                              "EigenPro's steps on the full budget follow their own step size")
-        if not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
+        if self._gamma_is_auto():
+            if not self._has_alpha_path():
+                raise ValueError(f"gamma='auto' chooses the bandwidth on a path of the batch "
+                                 f"solvers, which {type(self).__name__} does not run: give "
+                                 f"gamma a number > 0 or one of {list(self._gamma_rules)}")
+        elif not (isinstance(self.gamma, str) and self.gamma in self._gamma_rules):
             _check_real("gamma", self.gamma, 0.0, strict=True)
         self._loss_params()
         self._check_reuse(settings)
@@ -890,11 +905,13 @@ class BaseDSG(BaseEstimator):
     # rules than "scale" resolves them in ``_gamma_rule(X, sample_weight)``.
     _gamma_rules = ("scale",)
 
-    def _make_feature_map(self, X, sample_weight=None):
+    def _make_feature_map(self, X, sample_weight=None, gamma=None):
         """The feature map for this fit, bound to X's dimension, and the gamma used.
 
         ``gamma="scale"`` uses the variance of X's entries, weighted by
-        ``sample_weight`` when given (so that a weight is a repeated row).
+        ``sample_weight`` when given (so that a weight is a repeated row);
+        ``"auto"`` starts there (``_gamma_path`` moves it).  A number
+        ``gamma`` given here takes the place of the parameter.
         """
         d = X.shape[1]
         if isinstance(self.kernel, (CyFeatureMap, FeatureMap)):
@@ -908,9 +925,10 @@ class BaseDSG(BaseEstimator):
             registry.get_feature_map(self.kernel)  # raises the listing error
         accepted = accepted[self.kernel]["parameters"]
         params = {"n_components": self.block_size}
-        gamma = None
         if "gamma" in accepted:
-            if isinstance(self.gamma, str) and self.gamma != "scale":
+            if gamma is not None:
+                gamma = float(gamma)
+            elif isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
                 gamma = self._gamma_rule(X, sample_weight)  # a subclass's own rule
             elif isinstance(self.gamma, str):
                 var = _entry_variance(X, sample_weight)
@@ -1047,6 +1065,10 @@ class BaseDSG(BaseEstimator):
     def _alpha_is_auto(self):
         alpha = getattr(self, "alpha", None)
         return isinstance(alpha, str) and alpha == "auto"
+
+    def _gamma_is_auto(self):
+        gamma = getattr(self, "gamma", None)
+        return isinstance(gamma, str) and gamma == "auto"
 
     def _has_alpha_path(self):
         """Whether ``fit`` can choose ``alpha`` (estimators with a ``solver`` and an ``alpha``)."""
@@ -1360,6 +1382,12 @@ class BaseDSG(BaseEstimator):
         itemsize = self._model_dtype().itemsize
         room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
                                   if solver == "cholesky" else 0)
+        if self._gamma_is_auto() and state["samples_seen_"] == 0:
+            # a new model's bandwidth, before its penalty: the model is then
+            # the one gamma=gamma_ gives
+            gamma = self._gamma_path(state, solver, X, Y, sw, room)
+            if gamma != state["gamma_"]:
+                self._use_gamma(state, X, sw, gamma)
         if self._alpha_is_auto():
             # the fit on all rows then starts where alpha=alpha_ would: the
             # same model, to the solver's last rounding
@@ -1372,11 +1400,64 @@ class BaseDSG(BaseEstimator):
         finally:
             op.close()
 
-    def _operator(self, state, solver, X, room):
-        """The :class:`FeatureOperator` of the full feature budget on the rows ``X``."""
-        return FeatureOperator(state["feature_map_"], state["seed_"], self._budget_blocks(), X,
+    def _operator(self, state, solver, X, room, n_blocks=None):
+        """The :class:`FeatureOperator` of the full feature budget (or ``n_blocks``) on ``X``."""
+        return FeatureOperator(state["feature_map_"], state["seed_"],
+                               self._budget_blocks() if n_blocks is None else n_blocks, X,
                                max_bytes=room, n_jobs=check_n_jobs(self.n_jobs),
                                dtype=feature_dtype(solver, X.dtype, self.tol))
+
+    def _use_gamma(self, state, X, sw, gamma):
+        """Rebuild a new model's feature map in ``state`` with the bandwidth ``gamma``."""
+        fmap, gamma = self._make_feature_map(X, sw, gamma=gamma)
+        state.update(feature_map_=fmap, gamma_=gamma,
+                     _blocks=BlockSource(fmap, state["seed_"], self.cache_bytes,
+                                         dtype=self._model_dtype()))
+
+    def _gamma_path(self, state, solver, X, Y, sw, room):
+        """``gamma="auto"``: the bandwidth of least error on held-out rows.
+
+        Multiples of the ``"scale"`` value by powers of two (``_GAMMA_PATH``,
+        from 1/16 to 16, all of them: the held-out error is too noisy to
+        stop at its first rise), each scored as a small model of the same
+        loss and solver: ``_GAMMA_PATH_BLOCKS`` blocks of features, trained
+        on at most ``_GAMMA_PATH_ROWS`` rows and scored by
+        :meth:`_validation_error` on up to ``_GAMMA_PATH_VALIDATION`` rows
+        held out by content (a quarter of the rows, equal rows on one side),
+        at the penalty ``alpha`` gives or, for ``"auto"``, the best of a
+        penalty sweep on the same rows (:meth:`_penalty_sweep`).
+        Returns ``gamma_`` unchanged where no path runs: a map without a
+        bandwidth or fitted on data (Nystrom), or a side of the split empty.
+        """
+        base = state["gamma_"]
+        if (base is None or not isinstance(self.kernel, str)
+                or getattr(state["feature_map_"], "needs_fit", False)):
+            return base
+        train, val = content_split(X, state["seed_"] + 2, _GAMMA_PATH_HELD_OUT)
+        if not (train.size and val.size):
+            return base
+        if train.size > _GAMMA_PATH_ROWS:
+            train = train[content_split(X[train], state["seed_"] + 3,
+                                        _GAMMA_PATH_ROWS / train.size)[1]]
+        if val.size > _GAMMA_PATH_VALIDATION:
+            val = val[content_split(X[val], state["seed_"] + 4,
+                                    _GAMMA_PATH_VALIDATION / val.size)[1]]
+        blocks = min(_GAMMA_PATH_BLOCKS, self._budget_blocks())
+        alphas = None if self._alpha_is_auto() else (self._penalty(state),)
+        scores = {}
+        for mult in _GAMMA_PATH:
+            sub = dict(state)
+            self._use_gamma(sub, X, sw, base * float(mult))
+            op = self._operator(sub, solver, X[train], room, n_blocks=blocks)
+            op_val = self._operator(sub, solver, X[val], 0, n_blocks=blocks)
+            try:
+                tried = self._penalty_sweep(sub, solver, op, Y[train], sw[train], op_val,
+                                            Y[val], sw[val], alphas)
+            finally:
+                op.close()
+                op_val.close()
+            scores[float(mult)] = min(tried.values())
+        return base * min(scores, key=scores.get)
 
     def _alpha_path(self, state, solver, X, Y, sw, room):
         """``alpha="auto"``: the penalty of least error on held-out rows.
@@ -1402,52 +1483,69 @@ class BaseDSG(BaseEstimator):
             train = train[content_split(X[train], state["seed_"] + 1,
                                         _ALPHA_PATH_ROWS / train.size)[1]]
             carry = float(sw[train].sum()) / float(sw.sum())
+        op = self._operator(state, solver, X[train], room)
+        op_val = self._operator(state, solver, X[val], 0)
+        try:
+            tried = self._penalty_sweep(state, solver, op, Y[train], sw[train], op_val,
+                                        Y[val], sw[val])
+        finally:
+            op.close()
+            op_val.close()
+        return min(tried, key=tried.get) * carry
+
+    def _penalty_sweep(self, state, solver, op, Y, sw, op_val, Yv, swv, alphas=None):
+        """Held-out scores of the batch ``solver`` fitted on ``(op, Y, sw)``: ``{alpha: score}``.
+
+        ``alphas`` given: those penalties.  Else ``_ALPHA_PATH``, strongest
+        first, each solve warm-started from the last, stopping
+        ``_ALPHA_PATH_PATIENCE`` past the best, then the geometric mean of
+        the best and its better neighbour.  A squared loss factors one Gram
+        matrix for all of them.  Scores are :meth:`_validation_error` on the
+        rows of ``op_val`` (targets ``Yv``, weights ``swv``).
+        """
         loss = as_cy_loss(self._train_loss(state))
         solve = BATCH_SOLVERS[solver][0]
         # the held-out error settles long before the gradient does
         tol = _ALPHA_PATH_TOL if self.tol is None else max(self.tol, _ALPHA_PATH_TOL)
         options = dict(tol=tol, max_iter=self.max_iter, **self._solver_options())
-        Yv, swv = Y[val], sw[val]
-        op = self._operator(state, solver, X[train], room)
-        op_val = self._operator(state, solver, X[val], 0)
-        tried = {}  # alpha -> (score, start)
-        try:
-            problem = Problem(op, loss, Y[train], np.ascontiguousarray(sw[train]), 0.0,
-                              self._fits_intercept(), state["_n_outputs"])
-            problem.keep_normal_equations = True  # one Gram for every penalty
+        problem = Problem(op, loss, Y, np.ascontiguousarray(sw), 0.0, self._fits_intercept(),
+                          state["_n_outputs"])
+        problem.keep_normal_equations = True  # one Gram for every penalty
+        tried, starts = {}, {}
 
-            def run(alpha, start):
-                problem.lam = alpha * problem.M
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    sol = solve(problem, **options, **start)
-                start = {"coef": sol.coef, "intercept": sol.intercept}
-                U = op_val.matvec(sol.coef) + sol.intercept
-                tried[alpha] = (self._validation_error(loss, Yv, U, swv), start)
-                return start
+        def run(alpha, start):
+            problem.lam = alpha * problem.M
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                sol = solve(problem, **options, **start)
+            starts[alpha] = {"coef": sol.coef, "intercept": sol.intercept}
+            U = op_val.matvec(sol.coef) + sol.intercept
+            tried[alpha] = self._validation_error(loss, Yv, U, swv)
+            return starts[alpha]
 
-            start, since_best = {}, 0
-            for alpha in _ALPHA_PATH:
-                try:
-                    start = run(float(alpha), start)
-                except np.linalg.LinAlgError:
-                    if not tried:
-                        raise
-                    break  # a penalty below the rounding of the features' products
-                best = min(tried, key=lambda a: tried[a][0])
-                since_best = 0 if best == alpha else since_best + 1
-                if since_best >= _ALPHA_PATH_PATIENCE:
-                    break
-            i = int(np.flatnonzero(_ALPHA_PATH == best)[0])
-            around = [_ALPHA_PATH[j] for j in (i - 1, i + 1)
-                      if 0 <= j < _ALPHA_PATH.shape[0] and _ALPHA_PATH[j] in tried]
-            if around:
-                other = min(around, key=lambda a: tried[a][0])
-                run(float(np.sqrt(best * other)), tried[best][1])
-        finally:
-            op.close()
-            op_val.close()
-        return min(tried, key=lambda a: tried[a][0]) * carry
+        if alphas is not None:
+            for alpha in alphas:
+                run(float(alpha), {})
+            return tried
+        start, since_best = {}, 0
+        for alpha in _ALPHA_PATH:
+            try:
+                start = run(float(alpha), start)
+            except np.linalg.LinAlgError:
+                if not tried:
+                    raise
+                break  # a penalty below the rounding of the features' products
+            best = min(tried, key=tried.get)
+            since_best = 0 if best == alpha else since_best + 1
+            if since_best >= _ALPHA_PATH_PATIENCE:
+                break
+        i = int(np.flatnonzero(_ALPHA_PATH == best)[0])
+        around = [_ALPHA_PATH[j] for j in (i - 1, i + 1)
+                  if 0 <= j < _ALPHA_PATH.shape[0] and _ALPHA_PATH[j] in tried]
+        if around:
+            other = min(around, key=tried.get)
+            run(float(np.sqrt(best * other)), starts[best])
+        return tried
 
     def _validation_error(self, loss, Y, U, sw):
         """Score of raw outputs ``U`` on held-out targets ``Y`` (lower is better).

@@ -152,7 +152,7 @@ class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
     with random biases ``b``) and
     the output layer is the exact ridge solver of :mod:`onlinekernel.solvers`
     (``solver="cholesky"``), so the model is exactly
-    ``DSGRegressor(kernel=kernel, kernel_params={"bias": 1.0},
+    ``DSGRegressor(kernel=kernel, gamma=gamma, kernel_params={"bias": 1.0},
     n_components=n_components, alpha=alpha, solver="cholesky")`` -- the same features, coefficients, predictions and
     model file format -- with the names and defaults of an ELM.  Targets are
     standardised internally (``normalize_y``).  It has no ``partial_fit``
@@ -182,8 +182,9 @@ class ExtremeLearningMachineRegressor(_ELM, DSGRegressor):
     >>> elm = ExtremeLearningMachineRegressor(n_components=512, random_state=0).fit(X, y)
     >>> float(elm.score(X, y)) > 0.9
     True
-    >>> same = DSGRegressor(kernel="iln", kernel_params={"bias": 1.0}, n_components=512,
-    ...                     alpha=1e-6, solver="cholesky", random_state=0).fit(X, y)
+    >>> same = DSGRegressor(kernel="iln", gamma="scale", kernel_params={"bias": 1.0},
+    ...                     n_components=512, alpha=1e-6, solver="cholesky",
+    ...                     random_state=0).fit(X, y)
     >>> bool(np.array_equal(elm.predict(X), same.predict(X)))
     True
     """

@@ -91,6 +91,7 @@ _GAMMA_PATH_BLOCKS = 4
 _GAMMA_PATH_ROWS = 4_000
 _GAMMA_PATH_VALIDATION = 2_000
 _GAMMA_PATH_HELD_OUT = 0.25
+_GAMMA_PATH_SPLITS = 4  # at most, on sets of a quarter of _GAMMA_PATH_ROWS or fewer rows
 _PRECONDITIONS = ("auto", "eigenpro")
 # EigenPro (precondition="eigenpro"): the directions corrected and the rows
 # the spectrum is estimated from (Ma & Belkin's defaults: k = 160, s = 2000 or so);
@@ -1423,8 +1424,10 @@ class BaseDSG(BaseEstimator):
         loss and solver: ``_GAMMA_PATH_BLOCKS`` blocks of features, trained
         on at most ``_GAMMA_PATH_ROWS`` rows and scored by
         :meth:`_validation_error` on up to ``_GAMMA_PATH_VALIDATION`` rows
-        held out by content (a quarter of the rows, equal rows on one side),
-        at the penalty ``alpha`` gives or, for ``"auto"``, the best of a
+        held out by content (a quarter of the rows, equal rows on one side;
+        on a set of fewer than ``_GAMMA_PATH_ROWS / 2`` rows, the mean over
+        up to ``_GAMMA_PATH_SPLITS`` such splits, as many as that many rows
+        allow), at the penalty ``alpha`` gives or, for ``"auto"``, the best of a
         penalty sweep on the same rows (:meth:`_penalty_sweep`).
         Returns ``gamma_`` unchanged where no path runs: a map without a
         bandwidth or fitted on data (Nystrom), or a side of the split empty.
@@ -1433,30 +1436,39 @@ class BaseDSG(BaseEstimator):
         if (base is None or not isinstance(self.kernel, str)
                 or getattr(state["feature_map_"], "needs_fit", False)):
             return base
-        train, val = content_split(X, state["seed_"] + 2, _GAMMA_PATH_HELD_OUT)
-        if not (train.size and val.size):
-            return base
-        if train.size > _GAMMA_PATH_ROWS:
-            train = train[content_split(X[train], state["seed_"] + 3,
-                                        _GAMMA_PATH_ROWS / train.size)[1]]
-        if val.size > _GAMMA_PATH_VALIDATION:
-            val = val[content_split(X[val], state["seed_"] + 4,
-                                    _GAMMA_PATH_VALIDATION / val.size)[1]]
+        # small sets: several splits (their scores averaged), as many as fit
+        # the row budget, for the held-out error of a few hundred rows is noisy
+        splits = []
+        for k in range(max(1, min(_GAMMA_PATH_SPLITS, _GAMMA_PATH_ROWS // X.shape[0]))):
+            seed = state["seed_"] + 2 + 16 * k
+            train, val = content_split(X, seed, _GAMMA_PATH_HELD_OUT)
+            if not (train.size and val.size):
+                return base
+            if train.size > _GAMMA_PATH_ROWS:
+                train = train[content_split(X[train], seed + 1,
+                                            _GAMMA_PATH_ROWS / train.size)[1]]
+            if val.size > _GAMMA_PATH_VALIDATION:
+                val = val[content_split(X[val], seed + 2,
+                                        _GAMMA_PATH_VALIDATION / val.size)[1]]
+            splits.append((train, val))
         blocks = min(_GAMMA_PATH_BLOCKS, self._budget_blocks())
         alphas = None if self._alpha_is_auto() else (self._penalty(state),)
         scores = {}
         for mult in _GAMMA_PATH:
             sub = dict(state)
             self._use_gamma(sub, X, sw, base * float(mult))
-            op = self._operator(sub, solver, X[train], room, n_blocks=blocks)
-            op_val = self._operator(sub, solver, X[val], 0, n_blocks=blocks)
-            try:
-                tried = self._penalty_sweep(sub, solver, op, Y[train], sw[train], op_val,
-                                            Y[val], sw[val], alphas)
-            finally:
-                op.close()
-                op_val.close()
-            scores[float(mult)] = min(tried.values())
+            best = []
+            for train, val in splits:
+                op = self._operator(sub, solver, X[train], room, n_blocks=blocks)
+                op_val = self._operator(sub, solver, X[val], 0, n_blocks=blocks)
+                try:
+                    tried = self._penalty_sweep(sub, solver, op, Y[train], sw[train], op_val,
+                                                Y[val], sw[val], alphas)
+                finally:
+                    op.close()
+                    op_val.close()
+                best.append(min(tried.values()))
+            scores[float(mult)] = tuple(np.mean(best, axis=0))
         return base * min(scores, key=scores.get)
 
     def _alpha_path(self, state, solver, X, Y, sw, room):

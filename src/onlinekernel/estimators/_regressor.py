@@ -35,10 +35,11 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     be standardised (the bandwidth is one for all of them).  ``gamma`` and
     ``alpha`` default to ``"auto"``: ``fit`` chooses both on held-out rows
     (see :class:`DSGClassifier`), which on the nine regression sets of
-    ``benchmarks/quality.py`` put six within 5 % of the tuned exact kernel
+    ``benchmarks/quality.py`` put seven within 5 % of the tuned exact kernel
     ridge machine, against four with ``gamma="scale"`` (cpusmall RMSE 3.59
-    -> 3.03, protein 4.48 -> 4.19), at about the same time (the bandwidth
-    path runs on 1,024 features and at most 4,000 rows).
+    -> 3.03, protein 4.48 -> 4.19, concrete 5.17 -> 5.11), at about the
+    same time (the bandwidth path runs on 1,024 features and at most 4,000
+    rows).
 
     Parameters
     ----------

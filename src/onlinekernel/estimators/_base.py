@@ -83,9 +83,9 @@ _ALPHA_PATH_ROWS = 10_000
 _AUTO_ALPHA = 1e-6
 # gamma="auto": multiples of the "scale" bandwidth tried (see _gamma_path), on
 # a small model of this many blocks, trained on at most this many rows and
-# scored on at most this many of a quarter held out.  Measured against the
-# exact kernel ridge machines' tuned bandwidths (benchmarks/quality.py):
-# cpusmall (0.125x), protein (4x) and cadata (2x) picked as tuned.
+# scored on at most this many of a quarter held out.  Measured with
+# benchmarks/quality.py (full training sets): cpusmall picks 0.25x (RMSE
+# 3.59 -> 3.03), protein 4x (4.48 -> 4.19), energy_heating 0.0625x.
 _GAMMA_PATH = 2.0 ** np.arange(-4.0, 5.0)
 _GAMMA_PATH_BLOCKS = 4
 _GAMMA_PATH_ROWS = 4_000
@@ -1429,8 +1429,9 @@ class BaseDSG(BaseEstimator):
         :meth:`_validation_error` on up to ``_GAMMA_PATH_VALIDATION`` rows
         held out by content (a quarter of the rows, equal rows on one side;
         on a set of at most ``_GAMMA_PATH_ROWS / 2`` rows, the mean over
-        ``_GAMMA_PATH_SPLITS`` such splits), at the penalty ``alpha`` gives or, for ``"auto"``, the best of a
-        penalty sweep on the same rows (:meth:`_penalty_sweep`).
+        ``_GAMMA_PATH_SPLITS`` such splits), at the penalty ``alpha`` gives
+        or, for ``"auto"``, the best of a penalty sweep on the same rows
+        (:meth:`_penalty_sweep`).
         Returns ``gamma_`` unchanged where no path runs: a map without a
         bandwidth or fitted on data (Nystrom), or a side of the split empty.
         """
@@ -1452,24 +1453,16 @@ class BaseDSG(BaseEstimator):
             if val.size > _GAMMA_PATH_VALIDATION:
                 val = val[content_split(X[val], seed + 2,
                                         _GAMMA_PATH_VALIDATION / val.size)[1]]
-            splits.append((train, val))
+            splits.append(tuple((X[i], Y[i], sw[i]) for i in (train, val)))
         blocks = min(_GAMMA_PATH_BLOCKS, self._budget_blocks())
         alphas = None if self._alpha_is_auto() else (self._penalty(state),)
         scores = {}
         for mult in _GAMMA_PATH:
-            sub = dict(state)
-            self._use_gamma(sub, X, sw, base * float(mult))
-            best = []
-            for train, val in splits:
-                op = self._operator(sub, solver, X[train], room, n_blocks=blocks)
-                op_val = self._operator(sub, solver, X[val], 0, n_blocks=blocks)
-                try:
-                    tried = self._penalty_sweep(sub, solver, op, Y[train], sw[train], op_val,
-                                                Y[val], sw[val], alphas)
-                finally:
-                    op.close()
-                    op_val.close()
-                best.append(min(tried.values()))
+            fmap, _ = self._make_feature_map(X, sw, gamma=base * float(mult))
+            sub = dict(state, feature_map_=fmap)
+            best = [min(self._penalty_sweep(sub, solver, train, val, room, blocks,
+                                            alphas).values())
+                    for train, val in splits]
             scores[float(mult)] = tuple(np.mean(best, axis=0))
         return base * min(scores, key=scores.get)
 
@@ -1497,32 +1490,31 @@ class BaseDSG(BaseEstimator):
             train = train[content_split(X[train], state["seed_"] + 1,
                                         _ALPHA_PATH_ROWS / train.size)[1]]
             carry = float(sw[train].sum()) / float(sw.sum())
-        op = self._operator(state, solver, X[train], room)
-        op_val = self._operator(state, solver, X[val], 0)
-        try:
-            tried = self._penalty_sweep(state, solver, op, Y[train], sw[train], op_val,
-                                        Y[val], sw[val])
-        finally:
-            op.close()
-            op_val.close()
+        tried = self._penalty_sweep(state, solver, (X[train], Y[train], sw[train]),
+                                    (X[val], Y[val], sw[val]), room)
         return min(tried, key=tried.get) * carry
 
-    def _penalty_sweep(self, state, solver, op, Y, sw, op_val, Yv, swv, alphas=None):
-        """Held-out scores of the batch ``solver`` fitted on ``(op, Y, sw)``: ``{alpha: score}``.
+    def _penalty_sweep(self, state, solver, train, val, room, n_blocks=None, alphas=None):
+        """Held-out scores of the batch ``solver``: ``{alpha: score}``.
 
+        Fitted on the rows ``train`` and scored by :meth:`_validation_error`
+        on the rows ``val`` (each ``(X, Y, sample_weight)``), with the
+        features of ``state``'s map (its full budget, or ``n_blocks``).
         ``alphas`` given: those penalties.  Else ``_ALPHA_PATH``, strongest
         first, each solve warm-started from the last, stopping
         ``_ALPHA_PATH_PATIENCE`` past the best, then the geometric mean of
         the best and its better neighbour.  A squared loss factors one Gram
-        matrix for all of them.  Scores are :meth:`_validation_error` on the
-        rows of ``op_val`` (targets ``Yv``, weights ``swv``).
+        matrix for all of them.
         """
         loss = as_cy_loss(self._train_loss(state))
         solve = BATCH_SOLVERS[solver][0]
         # the held-out error settles long before the gradient does
         tol = _ALPHA_PATH_TOL if self.tol is None else max(self.tol, _ALPHA_PATH_TOL)
         options = dict(tol=tol, max_iter=self.max_iter, **self._solver_options())
-        problem = Problem(op, loss, Y, np.ascontiguousarray(sw), 0.0, self._fits_intercept(),
+        (Xt, Yt, swt), (Xv, Yv, swv) = train, val
+        op = self._operator(state, solver, Xt, room, n_blocks)
+        op_val = self._operator(state, solver, Xv, 0, n_blocks)
+        problem = Problem(op, loss, Yt, np.ascontiguousarray(swt), 0.0, self._fits_intercept(),
                           state["_n_outputs"])
         problem.keep_normal_equations = True  # one Gram for every penalty
         tried, starts = {}, {}
@@ -1537,29 +1529,33 @@ class BaseDSG(BaseEstimator):
             tried[alpha] = self._validation_error(loss, Yv, U, swv)
             return starts[alpha]
 
-        if alphas is not None:
-            for alpha in alphas:
-                run(float(alpha), {})
+        try:
+            if alphas is not None:
+                for alpha in alphas:
+                    run(float(alpha), {})
+                return tried
+            start, since_best = {}, 0
+            for alpha in _ALPHA_PATH:
+                try:
+                    start = run(float(alpha), start)
+                except np.linalg.LinAlgError:
+                    if not tried:
+                        raise
+                    break  # a penalty below the rounding of the features' products
+                best = min(tried, key=tried.get)
+                since_best = 0 if best == alpha else since_best + 1
+                if since_best >= _ALPHA_PATH_PATIENCE:
+                    break
+            i = int(np.flatnonzero(_ALPHA_PATH == best)[0])
+            around = [_ALPHA_PATH[j] for j in (i - 1, i + 1)
+                      if 0 <= j < _ALPHA_PATH.shape[0] and _ALPHA_PATH[j] in tried]
+            if around:
+                other = min(around, key=tried.get)
+                run(float(np.sqrt(best * other)), starts[best])
             return tried
-        start, since_best = {}, 0
-        for alpha in _ALPHA_PATH:
-            try:
-                start = run(float(alpha), start)
-            except np.linalg.LinAlgError:
-                if not tried:
-                    raise
-                break  # a penalty below the rounding of the features' products
-            best = min(tried, key=tried.get)
-            since_best = 0 if best == alpha else since_best + 1
-            if since_best >= _ALPHA_PATH_PATIENCE:
-                break
-        i = int(np.flatnonzero(_ALPHA_PATH == best)[0])
-        around = [_ALPHA_PATH[j] for j in (i - 1, i + 1)
-                  if 0 <= j < _ALPHA_PATH.shape[0] and _ALPHA_PATH[j] in tried]
-        if around:
-            other = min(around, key=tried.get)
-            run(float(np.sqrt(best * other)), starts[best])
-        return tried
+        finally:
+            op.close()
+            op_val.close()
 
     def _validation_error(self, loss, Y, U, sw):
         """Score of raw outputs ``U`` on held-out targets ``Y`` (lower is better).

@@ -78,12 +78,12 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``1 / (n_features * X.var())`` of the first data seen (``fit``: all
         of X; ``partial_fit``: the first batch), as in ``SVC``.
         ``"auto"``: where ``fit`` runs a batch solver on a new model, the
-        multiple of ``"scale"`` (powers of two from 1/16 to 16, tried
-        outwards from 1 until one is worse) of least held-out error of a
-        small model of the same loss and solver (1,024 features, at most
-        4,000 training rows, its penalty from ``alpha``, ``"auto"``
-        included; scored on up to 2,000 of a quarter of the rows held out
-        by content); the model is then the one ``gamma=gamma_`` gives.
+        multiple of ``"scale"`` (each power of two from 1/16 to 16) of least
+        held-out error of a small model of the same loss and solver (1,024
+        features, at most 4,000 training rows, its penalty from ``alpha``,
+        ``"auto"`` included; scored on up to 2,000 of a quarter of the rows
+        held out by content, the mean of two such splits on sets of up to
+        2,000 rows); the model is then the one ``gamma=gamma_`` gives.
         Elsewhere (``solver="sgd"``, ``partial_fit``, dask collections, a
         map fitted on data or given as an object) it is ``"scale"``.  The
         regressor defaults to it (see :class:`DSGRegressor`); the classifier

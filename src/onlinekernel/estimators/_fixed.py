@@ -167,8 +167,8 @@ class _FixedFeatureSGD(BaseDSG):
 
     def _train_config(self, state, checked=None):
         """The shared steps with this model's sizes: its batch size and all of its blocks."""
-        return super()._train_config(state, checked)._replace(batch_size=state["batch_size_"],
-                                                     max_blocks=state["n_blocks_"])
+        return super()._train_config(state, checked)._replace(
+            batch_size=state["batch_size_"], max_blocks=state["n_blocks_"])
 
     def _run_epoch(self, state, config, X, Y, sw, order):
         super()._run_epoch(state, config, X, Y, sw, order)

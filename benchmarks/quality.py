@@ -24,30 +24,37 @@ timed region), four contenders are scored on the test set:
    ``alpha = 1 / (C n)`` and its ``alpha_krr`` as ``alpha = alpha_krr / n``
    (ours minimises ``mean (u - y)^2 / 2 + alpha / 2 |f|^2``, KernelRidge
    ``sum (u - y)^2 + alpha_krr |f|^2``; ``n`` the rows fitted) -- times the
-   loss (classification: hinge, logistic) and the feature count (16 or 64
-   blocks of 256: 4,096 or 16,384 features), and, at the best setting, the
-   ``nystrom`` map's 4,096 features of the same kernel (landmarks chosen
-   from the training rows; part of the same time budget), then refit on the full
-   training set with the best setting; that refit is timed, and so are refits
-   stopped after 1/8, 1/4 and 1/2 of its iterations (the iterative
-   solvers), which give the error-against-time curve;
+   loss (classification: hinge, logistic, squared), with 1,024 features;
+   then, at the best setting, 4,096 and 16,384 features (4 / 16 / 64 blocks
+   of 256) and the ``nystrom`` map's 4,096 features of the same kernel
+   (landmarks chosen from the training rows), all within the same time
+   budget; the count with the best validation error is refit on the full
+   training set.  That refit is timed, and so are the same setting's fits with
+   fewer features and the refits stopped after fewer iterations (the
+   iterative solvers): each a cold fit, timed on its own, together the
+   error-against-time curve;
 4. **pipeline, tuned**: ``RBFSampler(n_components=4096, gamma)`` +
    ``SGDClassifier`` / ``SGDRegressor`` trained by ``partial_fit`` on
    mini-batches of 256 rows, tuned on the same validation split over the same
    ``gamma`` x ``alpha`` grid (SGD's ``alpha`` has the same meaning as ours)
    x the SGD loss (hinge / log_loss; squared_error / huber) x the number of
-   passes (1 to 10: the validation error is read after every pass), then
-   retrained on the full training set with the best setting, the test error
-   read after every pass (scoring not timed): the curve.
+   passes (1 to 10: the validation error is read after every pass), with
+   ``RBFSampler(1024)`` as ours walks with 1,024 features, then retrained on
+   the full training set with the best setting and 4,096 features, the test
+   error read after every pass (scoring not timed): the curve.  The same
+   setting with 1,024 features is run too; its points count for the
+   pipeline's times (as ours' smaller models count for ours), not for its
+   final error.
 
 Tuning is capped by wall time, the same cap for ours and the pipeline
-(``TUNE_BUDGET_S`` per data set per method), on the same subsample of the
-training part of the validation split (``TUNE_ROWS`` rows, validation
-``VAL_ROWS`` rows).  Both walk the grid in the same order, from its centre
+(``tune_budget_s`` per data set per method), on the same rows: those the
+exact machine was tuned on (the same validation split, at most
+``SVC_TUNE_ROWS`` / ``KRR_TUNE_ROWS`` training rows and ``VAL_MAX_ROWS``
+validation rows).  Both walk the grid in the same order, from its centre
 outwards, and stop starting new settings when the next one is predicted to
-overrun the cap; ours then tries 16,384 features at its best setting if the
+overrun the cap; ours then tries more features at its best setting where the
 remaining budget allows it and the refit is predicted to take at most
-``REFIT_CAP_S``.  What was tried and skipped is recorded.
+``refit_cap_s``.  What was tried and skipped is recorded.
 
 Reported per data set: each method's final test error (% or RMSE in the
 target's units) and fit time; the time ours and the pipeline need to reach
@@ -139,6 +146,16 @@ EXACT_CHEAP_ROWS = 10_000  # a missing cache entry is computed without asking be
 # ours and the pipeline
 # --------------------------------------------------------------------------- #
 BLOCK_SIZE = 256
+# Both methods walk the grid with 1,024 features (ours: 4 blocks; the
+# pipeline: RBFSampler(1024)), then ours tries its setting with 4,096 and
+# 16,384 features (and Nystrom's 4,096) and the pipeline runs RBFSampler(4096).
+# The bandwidth and penalty chosen transfer across feature counts (they are
+# the kernel's and the risk's, not the approximation's), and a 1,024-feature fit
+# costs a sixteenth of a 4,096-feature normal-equation solve, so the whole grid
+# fits the budget on the exact machine's own tuning rows: at 4,096 features and
+# 3,000 rows a 50 s budget covered 1 to 28 of the 36 settings, and a 2,000-row
+# validation split could not tell settings 0.5 pp apart.
+TUNE_BLOCKS = 4                            # 1,024 features
 BLOCKS = (16, 64)                          # 4,096 and 16,384 features
 # squared for classification: one-vs-rest regularised least squares, whose cost
 # does not grow with the number of classes (letter, 26 classes: 3.3 % in 8 s
@@ -168,11 +185,13 @@ SETTINGS = {
     # and the pipeline); rows of the tuning fits (train part) and of the
     # validation part; caps of ours' refit ladder, of ours' default fit and of
     # the pipeline's final run (the same for the two final runs)
-    "full": {"tune_budget_s": 50.0, "tune_rows": 3000, "val_rows": 2000,
+    # (tune_rows / val_rows None: the exact machine's tuning rows, the same split)
+    "full": {"tune_budget_s": 50.0, "tune_rows": None, "val_rows": None,
              "refit_cap_s": 90.0, "default_cap_s": 120.0, "pipeline_final_cap_s": 90.0},
     "quick": {"tune_budget_s": 1.5, "tune_rows": 400, "val_rows": 300,
               "refit_cap_s": 2.0, "default_cap_s": 20.0, "pipeline_final_cap_s": 2.0,
-              "train_rows": 800, "test_rows": 500, "blocks": (2, 4), "max_passes": 3,
+              "train_rows": 800, "test_rows": 500, "tune_blocks": 1, "blocks": (2, 4),
+              "max_passes": 3,
               "gamma_factors": {"classification": [1.0, 2.0], "regression": [0.5, 1.0]},
               "svc_c_grid": [10.0], "krr_alpha_grid": [1e-3, 1e-1],
               "datasets": ["magic04", "pendigits", "cpusmall", "energy_heating"]},
@@ -393,6 +412,12 @@ def grid_points(task, d, mode):
     return [(factors[i] / d, regs[j]) for _, i, j in sorted(pts)]
 
 
+def tune_rows(cfg, task):
+    """Rows of the tuning fits: the configured cap, else the exact machine's."""
+    exact = SVC_TUNE_ROWS if task == "classification" else KRR_TUNE_ROWS
+    return cfg["tune_rows"] or exact
+
+
 def alpha_of(reg, n):
     """SVC's C as 1 / (C n); KernelRidge's alpha as alpha_krr / n (see the docstring)."""
     return 1.0 / (reg["C"] * n) if "C" in reg else reg["alpha_krr"] / n
@@ -498,26 +523,32 @@ def capped_fit(prep, task, params, cap_s):
 
 
 def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
-    """Budgeted walk over gamma x C/alpha x loss (4,096 features), then 16,384 features.
+    """Budgeted walk over gamma x C/alpha x loss (1,024 features), then the feature count.
 
-    Each fit runs in a worker stopped when the budget runs out, so the cap holds.
+    At the best setting of the walk, 4,096 features, then 16,384 (if the tuning
+    budget and the refit cap allow), then Nystrom's 4,096; the one with the
+    lowest validation error is the tuned model.  Each fit runs in a worker
+    stopped when the budget runs out, so the cap holds.
     """
     budget = Budget(cfg["tune_budget_s"])
-    blocks = SETTINGS["quick"]["blocks"] if mode == "quick" else BLOCKS
+    quick = mode == "quick"
+    walk_blocks = SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS
+    blocks = SETTINGS["quick"]["blocks"] if quick else BLOCKS
     trials, skipped = [], []
     costs = {}
-    # time kept for the Nystrom trial at the best setting (about two fits)
+    # time kept for the feature counts and the Nystrom trial at the best setting
     reserve = 2.0 if "nystrom" in onlinekernel.available_feature_maps() else 0.0
+    reserve += blocks[0] / walk_blocks  # the first of the feature counts grows ~ linearly
     for gamma, reg in grid_points(task, prep.d, mode):
         for loss in OURS_LOSSES[task]:
             if loss == "hinge" and state["hinge_fallback"]:
                 loss = state["hinge_fallback"]
-            setting = {"gamma": gamma, **reg, "loss": loss, "max_blocks": blocks[0]}
+            setting = {"gamma": gamma, **reg, "loss": loss, "max_blocks": walk_blocks}
             pred = np.median(costs[loss]) if costs.get(loss) else 0.0
             if not budget.allows(pred * (1 + reserve)) or budget.used() >= budget.seconds:
                 skipped.append(setting)
                 continue
-            params = ours_params(task, gamma, reg, loss, blocks[0], prep.n, seed)
+            params = ours_params(task, gamma, reg, loss, walk_blocks, prep.n, seed)
             rec = capped_fit(prep, task, params, budget.seconds - budget.used())
             trials.append({**setting, **rec})
             if "failed" in rec:
@@ -532,53 +563,63 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
             costs.setdefault(loss, []).append(rec["time_s"])
     ok = [t for t in trials if "error" in t]
     info = {"trials": trials, "skipped": skipped, "budget_s": cfg["tune_budget_s"],
-            "n_train_rows": prep.n, "n_validation_rows": int(prep.X_eval.shape[0])}
+            "n_train_rows": prep.n, "n_validation_rows": int(prep.X_eval.shape[0]),
+            "walk_features": walk_blocks * BLOCK_SIZE}
     if not ok:
         return None, dict(info, time_s=budget.used())
-    best = min(ok, key=lambda t: t["error"])
-    # 16,384 features at the best setting, if affordable (tuning and refit)
-    note = None
-    if len(blocks) > 1:
-        ratio_ = blocks[1] / blocks[0]
-        # the normal equations and the CG preconditioner grow as M^2 (and M^3)
-        grow = ratio_ ** 2 if best["solver"] in ("cholesky", "newton-cg") else ratio_
-        pred = best["time_s"] * grow
-        reg = {k: best[k] for k in ("C", "alpha_krr") if k in best}
-        params = ours_params(task, best["gamma"], reg, best["loss"], blocks[1], prep.n, seed)
-        full_params = ours_params(task, best["gamma"], reg, best["loss"], blocks[1], n_full,
-                                  seed)
-        # cholesky's M^3 part does not grow with n: its refit estimate is generous
-        slack = 4 if best["solver"] == "cholesky" else 1
-        if params is None or full_params is None:
-            note = f"{blocks[1]} blocks not tried: feature matrix above {MEMORY_CAP} bytes"
-        elif not budget.allows(pred):
-            note = (f"{blocks[1]} blocks not tried: predicted {pred:.0f} s, over the tuning "
-                    f"budget left")
-        elif pred * n_full / prep.n > cfg["refit_cap_s"] * slack:
-            note = (f"{blocks[1]} blocks not tried: refit predicted "
-                    f"{pred * n_full / prep.n:.0f} s, over the refit cap")
-        else:
-            setting = {"gamma": best["gamma"], **reg, "loss": best["loss"],
-                       "max_blocks": blocks[1]}
-            rec = capped_fit(prep, task, params, budget.seconds - budget.used())
-            trials.append({**setting, **rec})
-            if "failed" in rec:
-                note = f"{blocks[1]} blocks: {rec['failed']}"
-            elif rec["time_s"] * n_full / prep.n > cfg["refit_cap_s"] * slack:
-                note = (f"{blocks[1]} blocks tried (validation {rec['error']:.4g}) but its "
-                        f"refit is predicted over the refit cap")
-            else:
-                note = (f"{blocks[1]} blocks tried: validation {rec['error']:.4g} against "
-                        f"{best['error']:.4g}")
-                if rec["error"] < best["error"]:
-                    best = trials[-1]
-    kernel_note = _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials)
-    if kernel_note:
-        best = min((t for t in trials if "error" in t), key=lambda t: t["error"])
-    for msg in (note, kernel_note):
+    walk_best = min(ok, key=lambda t: t["error"])
+    notes = [_try_features(task, prep, seed, b, prev, n_full, cfg, budget, walk_best, trials)
+             for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1])]
+    notes.append(_try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, walk_best,
+                              trials))
+    same = [t for t in trials if "error" in t and not t.get("refit_over_cap") and all(
+        t.get(k) == walk_best.get(k) for k in ("gamma", "C", "alpha_krr", "loss"))]
+    best = min(same, key=lambda t: t["error"])
+    for msg in notes:
         if msg:
             log(f"    ours tune: {msg}")
-    return best, dict(info, time_s=budget.used(), features_note=note, kernel_note=kernel_note)
+    return best, dict(info, time_s=budget.used(), features_note="; ".join(
+        m for m in notes[:-1] if m) or None, kernel_note=notes[-1])
+
+
+def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, best, trials):
+    """The best setting of the walk with ``blocks`` blocks, if affordable; returns a note.
+
+    The cost is predicted from the fit with ``prev_blocks`` at the same setting
+    (the normal equations and the CG preconditioner grow as M^2, the rest as M).
+    """
+    key = ("gamma", "C", "alpha_krr", "loss")
+    prev = [t for t in trials if t.get("max_blocks") == prev_blocks and "error" in t
+            and t.get("kernel", "gaussian") == "gaussian"
+            and all(t.get(k) == best.get(k) for k in key)]
+    if not prev:
+        return f"{blocks} blocks not tried: no fit with {prev_blocks} blocks to predict from"
+    prev = prev[-1]
+    ratio_ = blocks / prev_blocks
+    grow = ratio_ ** 2 if prev["solver"] in ("cholesky", "newton-cg") else ratio_
+    pred = prev["time_s"] * grow
+    reg = {k: best[k] for k in ("C", "alpha_krr") if k in best}
+    params = ours_params(task, best["gamma"], reg, best["loss"], blocks, prep.n, seed)
+    full_params = ours_params(task, best["gamma"], reg, best["loss"], blocks, n_full, seed)
+    # cholesky's M^3 part does not grow with n: its refit estimate is generous
+    slack = 4 if prev["solver"] == "cholesky" else 1
+    if params is None or full_params is None:
+        return f"{blocks} blocks not tried: feature matrix above {MEMORY_CAP} bytes"
+    if not budget.allows(pred):
+        return f"{blocks} blocks not tried: predicted {pred:.0f} s, over the tuning budget left"
+    if pred * n_full / prep.n > cfg["refit_cap_s"] * slack:
+        return (f"{blocks} blocks not tried: refit predicted {pred * n_full / prep.n:.0f} s, "
+                f"over the refit cap")
+    setting = {"gamma": best["gamma"], **reg, "loss": best["loss"], "max_blocks": blocks}
+    rec = capped_fit(prep, task, params, budget.seconds - budget.used())
+    trials.append({**setting, **rec})
+    if "failed" in rec:
+        return f"{blocks} blocks: {rec['failed']}"
+    if rec["time_s"] * n_full / prep.n > cfg["refit_cap_s"] * slack:
+        trials[-1]["refit_over_cap"] = True
+        return (f"{blocks} blocks tried (validation {rec['error']:.4g}) but its refit is "
+                f"predicted over the refit cap")
+    return f"{blocks} blocks tried: validation {rec['error']:.4g} in {rec['time_s']:.1f} s"
 
 
 def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
@@ -587,9 +628,8 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
 
     The same kernel, the same regularised risk and solver: only the features
     differ (data-dependent centres instead of random frequencies), so this is
-    one more point of the same grid.  On the tuning rows (fewer than the
-    landmarks) every row is a landmark; the refit chooses them from the full
-    training set.  Appends the trial; returns a note (None when not tried).
+    one more point of the same grid.  The tuning fit chooses its landmarks
+    from the tuning rows, the refit from the full training set.  Appends the trial; returns a note (None when not tried).
     """
     if "nystrom" not in onlinekernel.available_feature_maps():
         return None
@@ -615,43 +655,61 @@ LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1
            "lbfgs": (4, 16, 64, 256, 1000), "cholesky": (1000,)}
 
 
-def refit_ours(full, task, setting, seed, cfg, log):
-    """Refit the best setting on the full training set at increasing ``max_iter``.
+def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
+    """Refit the best setting on the full training set: smaller models first, then
+    the tuned size at increasing ``max_iter``.
 
-    Each fit starts from scratch and is timed on its own; the ladder stops when
-    a fit converges (fewer iterations than allowed) or when the next one is
-    predicted to overrun what is left of ``refit_cap_s``.  The last fit is the
-    final model.
+    The error-against-time curve of ours: the same setting with the walk's
+    feature count and each smaller count of ``BLOCKS`` (fits to convergence),
+    then the tuned feature count stopped after increasing numbers of
+    iterations.  Each fit starts from scratch and is timed on its own, so a
+    point's time is what a user who stops there pays.  The ladder stops when a
+    fit of the tuned size converges (fewer iterations than allowed) or when the
+    next fit is predicted to overrun what is left of ``refit_cap_s``.  The last
+    fit is the final model.
     """
     reg = {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
+    kernel = setting.get("kernel", "gaussian")
+    quick = mode == "quick"
+    walk = SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS
+    sizes = [b for b in (walk,) + (SETTINGS["quick"]["blocks"] if quick else BLOCKS)
+             if b < setting["max_blocks"]]
     params = ours_params(task, setting["gamma"], reg, setting["loss"], setting["max_blocks"],
-                         full.n, seed, kernel=setting.get("kernel", "gaussian"))
+                         full.n, seed, kernel=kernel)
     cap = cfg["refit_cap_s"]
-    spent, curve, note = 0.0, [], None
     ladder = LADDERS.get(OURS_SOLVER[params["loss"]], (1000,))
-    for i, k in enumerate(ladder):
+    steps = [(b, None) for b in sizes] + [(setting["max_blocks"], k) for k in ladder]
+    spent, curve, note = 0.0, [], None
+    for b, k in steps:
         left = cap - spent
-        if curve:
-            last = curve[-1]
+        last = curve[-1] if curve else None
+        if last is not None and k is not None and last["max_blocks"] == b:
             pred = last["time_s"] * k / last["max_iter"]
-            if pred > left:
-                note = (f"stopped before max_iter={k}: predicted {pred:.0f} s, "
-                        f"{left:.0f} s left of the {cap:.0f} s cap")
-                break
-        rec = capped_fit(full, task, dict(params, max_iter=k), left)
+        elif last is not None:
+            pred = last["time_s"] * (b / last["max_blocks"]) ** 2 / 4
+        else:
+            pred = 0.0
+        if pred > left:
+            note = (f"stopped before {b} blocks, max_iter={k}: predicted {pred:.0f} s, "
+                    f"{left:.0f} s left of the {cap:.0f} s cap")
+            break
+        p = ours_params(task, setting["gamma"], reg, setting["loss"], b, full.n, seed,
+                        kernel=kernel)
+        rec = capped_fit(full, task, p if k is None else dict(p, max_iter=k), left)
         if "failed" in rec:
-            note = f"max_iter={k}: {rec['failed']}"
+            note = f"{b} blocks, max_iter={k}: {rec['failed']}"
             spent += left if rec.get("timeout") else 0.0
             break
         spent += rec["time_s"]
-        curve.append(dict(rec, max_iter=k))
-        log(f"    refit max_iter={k}: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
-            f"({rec['n_iter']} iterations)")
-        if _converged(rec) or i == len(ladder) - 1:
+        curve.append(dict(rec, max_blocks=b, max_iter=k if k is not None else rec["n_iter"]))
+        log(f"    refit {b} blocks, max_iter={k}: {fmt_err(task, rec['error'])} in "
+            f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
+        if k is not None and (_converged(rec) or k == ladder[-1]):
             break
-    if not curve:
+    final = [c for c in curve if c["max_blocks"] == setting["max_blocks"]]
+    if not final:
         return params, None, curve, note
-    return params, dict(curve[-1], converged=_converged(curve[-1])), curve, note
+    return params, dict(final[-1], converged=_converged(final[-1])), curve, note
 
 
 def _converged(rec):
@@ -661,9 +719,10 @@ def _converged(rec):
 # --------------------------------------------------------------------------- #
 # RBFSampler + SGD pipeline
 # --------------------------------------------------------------------------- #
-def run_pipeline(prep, gamma, alpha, loss, passes, seed, cap_s=None):
+def run_pipeline(prep, gamma, alpha, loss, passes, seed, cap_s=None, n_components=None):
     """Passes of partial_fit over mini-batches; error after each pass (scoring untimed)."""
-    sampler = RBFSampler(n_components=PIPELINE["n_components"], gamma=gamma, random_state=seed)
+    sampler = RBFSampler(n_components=n_components or PIPELINE["n_components"], gamma=gamma,
+                         random_state=seed)
     if prep.task == "classification":
         sgd = SGDClassifier(loss=loss, alpha=alpha, random_state=seed, **PIPELINE["classifier"])
         kw = {"classes": np.unique(prep.y)}
@@ -703,7 +762,8 @@ def tune_pipeline(task, prep, seed, mode, cfg, log):
                 skipped.append(setting)
                 continue
             curve = run_pipeline(prep, gamma, alpha_of(reg, prep.n), loss, passes, seed,
-                                 cap_s=max(budget.seconds - budget.used(), 0.0))
+                                 cap_s=max(budget.seconds - budget.used(), 0.0),
+                                 n_components=tune_features(mode == "quick"))
             costs.setdefault(loss, []).append(curve[-1]["time_s"])
             i = int(np.argmin([c["error"] for c in curve]))
             trials.append({**setting, "passes": curve[i]["pass"], "error": curve[i]["error"],
@@ -712,7 +772,8 @@ def tune_pipeline(task, prep, seed, mode, cfg, log):
     best = min(trials, key=lambda t: t["error"])
     return best, {"trials": trials, "skipped": skipped, "time_s": budget.used(),
                   "budget_s": cfg["tune_budget_s"], "n_train_rows": prep.n,
-                  "n_validation_rows": int(prep.X_eval.shape[0])}
+                  "n_validation_rows": int(prep.X_eval.shape[0]),
+                  "walk_features": tune_features(mode == "quick")}
 
 
 # --------------------------------------------------------------------------- #
@@ -735,20 +796,30 @@ def ratio(a, b):
     return None if a is None or b is None or b <= 0 else a / b
 
 
-def checks(task, exact, ours_curve, default_pt, pipe_curve):
+def checks(task, exact, ours_curve, default_pt, pipe_curve, ours_final=None,
+           pipe_small=()):
+    """The issue's conditions on one data set.
+
+    ``ours_curve`` holds every timed fit of ours (smaller models and the tuned
+    size's ``max_iter`` ladder) and ``ours_final`` the tuned model (None when
+    its fit failed); ``pipe_curve`` is the pipeline's final run
+    (its last pass is its final error) and ``pipe_small`` the same setting with
+    the walk's feature count, whose points also count for its times.
+    """
     target = target_of(task, exact["test_error"])
-    final = ours_curve[-1]["error"] if ours_curve else None
+    final = ours_final["error"] if ours_final else None
     out = {"target_error": target,
            "tuned_within_tol_ok": None if final is None else bool(final <= target + 1e-12),
            "default_within_tol_ok": None if default_pt is None
            else bool(default_pt["error"] <= target + 1e-12)}
     # ours' final model is the last point in time; its curve's best is what it reaches
     t_ours_exact = time_to(ours_curve, target) if ours_curve else None
-    t_pipe_exact = time_to(pipe_curve, target) if pipe_curve else None
+    pipe_points = list(pipe_curve or []) + list(pipe_small or [])
+    t_pipe_exact = time_to(pipe_points, target) if pipe_points else None
     out.update(ours_time_to_exact_tol_s=t_ours_exact, pipeline_time_to_exact_tol_s=t_pipe_exact)
     if pipe_curve:
         e_pipe = pipe_curve[-1]["error"]
-        t_pipe = time_to(pipe_curve, e_pipe)
+        t_pipe = time_to(pipe_points, e_pipe)
         t_ours = time_to(ours_curve, e_pipe) if ours_curve else None
         r = ratio(t_ours, t_pipe)
         out.update(pipeline_final_error=e_pipe, pipeline_time_to_final_s=t_pipe,
@@ -934,9 +1005,16 @@ def plot(results, path):
             c = [p for p in pi["curve"] if np.isfinite(p["error"])]
             ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "s-", ms=3, lw=1,
                     color="tab:orange", label="RBFSampler(4096)+SGD, tuned")
+            small = pi.get("curve_fewer_features")
+            c = [p for p in (small or {}).get("curve", []) if np.isfinite(p["error"])]
+            if c:
+                ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "s:", ms=2, lw=0.8,
+                        color="tab:orange", alpha=0.6,
+                        label=f"the same, {small['n_components']:,} features")
         if tu and tu.get("curve"):
-            # in ladder order (each point is its own cold fit, so times need not grow)
-            c = sorted(tu["curve"], key=lambda p: p.get("max_iter", 0))
+            # in ladder order: smaller models, then the tuned size's max_iter ladder
+            # (each point is its own cold fit, so times need not grow)
+            c = tu["curve"]
             ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "^-", ms=4, lw=1,
                     color="tab:blue", label="ours, tuned")
         if de and "error" in de:
@@ -1083,10 +1161,11 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
         r["readme_reference"] = {"exact_error": REFERENCE[name][0],
                                  "pipeline_error": REFERENCE[name][1]}
     full = Prepared(task, X_tr, y_tr, X_te, y_te)
-    # the tuning split: the same rows for ours and the pipeline
+    # the tuning split: the same rows for ours and the pipeline, and (full runs)
+    # the rows the exact machine was tuned on (run_exact's split and seeds)
     tr, va = validation_split(X_tr.shape[0], args.seed)
-    tr = tr[subsample(tr.size, cfg["tune_rows"], args.seed + 5)]
-    va = va[subsample(va.size, cfg["val_rows"], args.seed + 3)]
+    tr = tr[subsample(tr.size, tune_rows(cfg, task), args.seed + 2)]
+    va = va[subsample(va.size, cfg["val_rows"] or VAL_MAX_ROWS, args.seed + 3)]
     tune = Prepared(task, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va])
 
     methods = set(args.methods)
@@ -1127,7 +1206,8 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
                    if k in best}
         log(f"  ours tuned: best {describe_setting(task, setting, full.d)} "
             f"(validation {fmt_err(task, best['error'])})")
-        params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log)
+        params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log,
+                                                mode)
         r["tuned"] = {"setting": setting, "params": params, "final": final,
                       "curve": curve, "refit_note": note, "tuning": tuning}
         r["warnings"] += [w for p in curve for w in p["warnings"]]
@@ -1150,14 +1230,23 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"{pbest.get('C', pbest.get('alpha_krr')):g}, {pbest['passes']} passes "
             f"(validation {fmt_err(task, pbest['error'])})")
         reg = {k: pbest[k] for k in ("C", "alpha_krr") if k in pbest}
-        curve = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
-                             pbest["passes"], args.seed, cap_s=cfg["pipeline_final_cap_s"])
+        runs = {}
+        # the tuned setting with the walk's feature count (a cheaper model that the
+        # pipeline's times may use, as ours' smaller models count for ours), then the
+        # pipeline itself: RBFSampler(4096)
+        for m in (tune_features(mode == "quick"), PIPELINE["n_components"]):
+            runs[m] = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
+                                   pbest["passes"], args.seed,
+                                   cap_s=cfg["pipeline_final_cap_s"], n_components=m)
+            log(f"  pipeline {m} features: " + ", ".join(
+                f"{fmt_err(task, c['error'])}@{c['time_s']:.1f}s" for c in runs[m]))
+        curve = runs.pop(PIPELINE["n_components"])
         r["pipeline"] = {"setting": {k: pbest[k] for k in ("gamma", "C", "alpha_krr", "loss",
                                                             "passes") if k in pbest},
                          "alpha": alpha_of(reg, full.n), "curve": curve,
+                         "curve_fewer_features": {"n_components": next(iter(runs)),
+                                                  "curve": next(iter(runs.values()))},
                          "truncated": len(curve) < pbest["passes"], "tuning": ptuning}
-        log("  pipeline: " + ", ".join(f"{fmt_err(task, c['error'])}@{c['time_s']:.1f}s"
-                                       for c in curve))
     # methods not run this time: their results from the existing report
     for key in ("default", "tuned", "pipeline"):
         if key not in methods:
@@ -1168,8 +1257,10 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             r.setdefault("kept_from_earlier_run", []).append(
                 {"method": key, "date": kept[name].get("date")})
     tu, curve = r.get("tuned", {}), r["pipeline"]["curve"]
+    small = r["pipeline"].get("curve_fewer_features", {}).get("curve", ())
     r["checks"] = checks(task, exact, tu.get("curve"), r.get("default") if "error" in
-                         r.get("default", {}) else None, curve)
+                         r.get("default", {}) else None, curve, ours_final=tu.get("final"),
+                         pipe_small=small)
     r["warnings"] = sorted(set(r["warnings"]))
     r["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return r
@@ -1290,6 +1381,22 @@ def write_reports(report, args, log):
     return report
 
 
+def tune_features(quick):
+    return BLOCK_SIZE * (SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS)
+
+
+def sizes_text(quick):
+    blocks = SETTINGS["quick"]["blocks"] if quick else BLOCKS
+    return " and ".join(f"{b * BLOCK_SIZE:,}" for b in blocks)
+
+
+def tune_rows_text(cfg):
+    if cfg["tune_rows"]:
+        return f"at most {cfg['tune_rows']:,}"
+    return (f"the exact machine's tuning rows (at most {SVC_TUNE_ROWS:,} / "
+            f"{KRR_TUNE_ROWS:,} for classification / regression)")
+
+
 def markdown_report(report, results, s, cfg, quick):
     n = s["n_datasets"]
     head = (f"`python {report['command']}` — {report['created']}, scikit-learn "
@@ -1298,9 +1405,12 @@ def markdown_report(report, results, s, cfg, quick):
             f"at the end {', '.join(f'{x:.1f}' for x in report['load_average_at_end'] or [])}"
             f"{library_note(report)}.\n\n"
             f"Tuning (ours and the pipeline alike): at most {cfg['tune_budget_s']:g} s per "
-            f"data set per method, fits on at most {cfg['tune_rows']:,} rows of the training "
-            f"part of a validation split, scored on at most {cfg['val_rows']:,} of its "
-            f"validation rows; the pipeline's final run stops after "
+            f"data set per method, {tune_features(quick):,} features, fits on "
+            f"{tune_rows_text(cfg)} rows of the training part of a validation split, scored "
+            f"on at most {(cfg['val_rows'] or VAL_MAX_ROWS):,} of its validation rows; "
+            f"then ours tries {sizes_text(quick)} features at its best setting, and the "
+            f"pipeline runs with {PIPELINE['n_components']:,} features (and, for its curve, "
+            f"{tune_features(quick):,}); the pipeline's final run stops after "
             f"{cfg['pipeline_final_cap_s']:g} s of training; 16,384 features only where the "
             f"refit is predicted within {cfg['refit_cap_s']:g} s. Exact machines from "
             f"the cache (their fit times were measured in other runs, on at most "

@@ -656,17 +656,18 @@ LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1
 
 
 def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
-    """Refit the best setting on the full training set: smaller models first, then
-    the tuned size at increasing ``max_iter``.
+    """Refit the best setting on the full training set at increasing ``max_iter``, then
+    the same setting with fewer features.
 
-    The error-against-time curve of ours: the same setting with the walk's
-    feature count and each smaller count of ``BLOCKS`` (fits to convergence),
-    then the tuned feature count stopped after increasing numbers of
-    iterations.  Each fit starts from scratch and is timed on its own, so a
-    point's time is what a user who stops there pays.  The ladder stops when a
-    fit of the tuned size converges (fewer iterations than allowed) or when the
-    next fit is predicted to overrun what is left of ``refit_cap_s``.  The last
-    fit is the final model.
+    The error-against-time curve of ours: the tuned feature count stopped
+    after increasing numbers of iterations (the iterative solvers), then the
+    same setting with the walk's feature count and each smaller count of
+    ``BLOCKS`` (fits to convergence).  Each fit starts from scratch and is
+    timed on its own, so a point's time is what a user who stops there pays.
+    The ladder stops when a fit converges (fewer iterations than allowed) or
+    when the next one is predicted to overrun what is left of ``refit_cap_s``;
+    a smaller model runs in what the cap has left.  The tuned size's last fit
+    is the final model.
     """
     reg = {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
     kernel = setting.get("kernel", "gaussian")
@@ -674,42 +675,50 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     walk = SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS
     sizes = [b for b in (walk,) + (SETTINGS["quick"]["blocks"] if quick else BLOCKS)
              if b < setting["max_blocks"]]
-    params = ours_params(task, setting["gamma"], reg, setting["loss"], setting["max_blocks"],
-                         full.n, seed, kernel=kernel)
+
+    def params_of(blocks):
+        return ours_params(task, setting["gamma"], reg, setting["loss"], blocks, full.n, seed,
+                           kernel=kernel)
+
+    params = params_of(setting["max_blocks"])
     cap = cfg["refit_cap_s"]
+    spent, curve, notes = 0.0, [], []
     ladder = LADDERS.get(OURS_SOLVER[params["loss"]], (1000,))
-    steps = [(b, None) for b in sizes] + [(setting["max_blocks"], k) for k in ladder]
-    spent, curve, note = 0.0, [], None
-    for b, k in steps:
+    for i, k in enumerate(ladder):
         left = cap - spent
-        last = curve[-1] if curve else None
-        if last is not None and k is not None and last["max_blocks"] == b:
+        if curve:
+            last = curve[-1]
             pred = last["time_s"] * k / last["max_iter"]
-        elif last is not None:
-            pred = last["time_s"] * (b / last["max_blocks"]) ** 2 / 4
-        else:
-            pred = 0.0
-        if pred > left:
-            note = (f"stopped before {b} blocks, max_iter={k}: predicted {pred:.0f} s, "
-                    f"{left:.0f} s left of the {cap:.0f} s cap")
-            break
-        p = ours_params(task, setting["gamma"], reg, setting["loss"], b, full.n, seed,
-                        kernel=kernel)
-        rec = capped_fit(full, task, p if k is None else dict(p, max_iter=k), left)
+            if pred > left:
+                notes.append(f"stopped before max_iter={k}: predicted {pred:.0f} s, "
+                             f"{left:.0f} s left of the {cap:.0f} s cap")
+                break
+        rec = capped_fit(full, task, dict(params, max_iter=k), left)
         if "failed" in rec:
-            note = f"{b} blocks, max_iter={k}: {rec['failed']}"
+            notes.append(f"max_iter={k}: {rec['failed']}")
             spent += left if rec.get("timeout") else 0.0
             break
         spent += rec["time_s"]
-        curve.append(dict(rec, max_blocks=b, max_iter=k if k is not None else rec["n_iter"]))
-        log(f"    refit {b} blocks, max_iter={k}: {fmt_err(task, rec['error'])} in "
-            f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
-        if k is not None and (_converged(rec) or k == ladder[-1]):
+        curve.append(dict(rec, max_blocks=setting["max_blocks"], max_iter=k))
+        log(f"    refit max_iter={k}: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
+            f"({rec['n_iter']} iterations)")
+        if _converged(rec) or i == len(ladder) - 1:
             break
-    final = [c for c in curve if c["max_blocks"] == setting["max_blocks"]]
-    if not final:
-        return params, None, curve, note
-    return params, dict(final[-1], converged=_converged(final[-1])), curve, note
+    final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None
+    for b in sizes:
+        left = cap - spent
+        if left <= 0:
+            notes.append(f"{b} blocks not run: the {cap:.0f} s cap is spent")
+            break
+        rec = capped_fit(full, task, params_of(b), left)
+        if "failed" in rec:
+            notes.append(f"{b} blocks: {rec['failed']}")
+            break
+        spent += rec["time_s"]
+        curve.append(dict(rec, max_blocks=b, max_iter=rec["n_iter"]))
+        log(f"    refit {b} blocks: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
+            f"({rec['n_iter']} iterations)")
+    return params, final, curve, "; ".join(notes) or None
 
 
 def _converged(rec):
@@ -1012,11 +1021,16 @@ def plot(results, path):
                         color="tab:orange", alpha=0.6,
                         label=f"the same, {small['n_components']:,} features")
         if tu and tu.get("curve"):
-            # in ladder order: smaller models, then the tuned size's max_iter ladder
-            # (each point is its own cold fit, so times need not grow)
-            c = tu["curve"]
+            # the tuned size's max_iter ladder in ladder order (each point is its own
+            # cold fit, so times need not grow); the same setting's smaller models
+            top = tu["setting"]["max_blocks"]
+            c = [p for p in tu["curve"] if p.get("max_blocks", top) == top]
             ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "^-", ms=4, lw=1,
                     color="tab:blue", label="ours, tuned")
+            c = [p for p in tu["curve"] if p.get("max_blocks", top) != top]
+            if c:
+                ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "v", ms=4,
+                        color="tab:blue", alpha=0.6, label="ours, tuned, fewer features")
         if de and "error" in de:
             ax.plot([de["time_s"]], [de["error"]], "o", ms=5, color="tab:green",
                     label="ours, default")

@@ -59,20 +59,39 @@ def test_every_map_gives_the_dense_features_on_csr_rows(name, params, dtype):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n_components,pairs", [(67, False), (256, False), (70, True)])
 def test_both_csr_products_give_the_dense_bits(n_components, pairs, dtype):
-    # Rows holding at least d stored entries go through the transposed
-    # frequencies (a contiguous axpy a stored entry), fewer rows through the
-    # gathered ones: the same fma chains, so both are the dense bits -- with
-    # empty rows, and widths that leave remainders of every vector width.
+    # Rows holding at least 3 d stored entries go through the transposed
+    # frequencies (a contiguous axpy a stored entry), fewer through the
+    # gathered ones (panels of 8 frequencies, each read by every row): the
+    # same fma chains, so both are the dense bits -- with empty rows, and
+    # widths that leave remainders of every vector and panel width.
     X = _sparse_data(n=400, d=50, density=0.08, seed=3).astype(dtype)
     X[[0, 7, 399]] = 0.0
     Xs = sp.csr_matrix(X)
     fmap = get_feature_map("gaussian", n_components=n_components, pairs=pairs).bind(50)
     dense = fmap.transform_block(2, 1, X, dtype=dtype)
     np.testing.assert_array_equal(fmap.transform_block(2, 1, Xs, dtype=dtype), dense)
-    assert Xs[:1].nnz < 50 <= Xs.nnz  # one row: the gathered path
-    for i in (0, 1, 2, 7, 399):
-        np.testing.assert_array_equal(fmap.transform_block(2, 1, Xs[i:i + 1], dtype=dtype),
-                                      dense[i:i + 1])
+    assert Xs[:10].nnz < 150 <= Xs.nnz  # ten rows: the gathered path
+    for rows in (slice(0, 1), slice(1, 2), slice(7, 8), slice(399, 400), slice(0, 10),
+                 slice(385, 400)):
+        np.testing.assert_array_equal(fmap.transform_block(2, 1, Xs[rows], dtype=dtype),
+                                      dense[rows])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # cache_bytes=0 holds no block
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kernel", ["gaussian", "arccos"])
+def test_kept_transposed_frequencies_give_the_same_bits(kernel, dtype):
+    # A cached block keeps its frequencies transposed for CSR rows (the
+    # vectorised product on a training step's few rows); without a cache the
+    # product gathers or transposes per call: the same bits, model and outputs.
+    def fit(cache_bytes):
+        return DSGClassifier(solver="sgd", max_iter=2, tol=None, kernel=kernel, dtype=dtype,
+                             cache_bytes=cache_bytes, **SMALL).fit(Xs0, Y_CLASS)
+    kept, uncached = fit(64 * 2 ** 20), fit(0)
+    assert kept._blocks.n_cached == 3 and uncached._blocks.n_cached == 0
+    _assert_same_model(kept, uncached, atol=0)
+    np.testing.assert_array_equal(kept.decision_function(Xs0),
+                                  uncached.decision_function(Xs0))
 
 
 def test_unsorted_and_duplicate_entries_are_read_as_scipy_reads_them():

@@ -23,6 +23,13 @@ cdef extern from "src/oklinalg.h" nogil:
     void ok_csr_gemm_f32(int64_t n, int64_t F, int64_t d, const int64_t* indptr,
                          const int32_t* indices, const float* data, const float* W,
                          float* out, int64_t ldo)
+    void ok_csr_gemm_t(int64_t n, int64_t F, const int64_t* indptr, const int32_t* indices,
+                       const double* data, const double* WT, double* out, int64_t ldo)
+    void ok_csr_gemm_t_f32(int64_t n, int64_t F, const int64_t* indptr,
+                           const int32_t* indices, const float* data, const float* WT,
+                           float* out, int64_t ldo)
+    void ok_transpose(int64_t F, int64_t d, const double* W, double* WT)
+    void ok_transpose_f32(int64_t F, int64_t d, const float* W, float* WT)
 
 cdef extern from "src/okfwht.h" nogil:
     void ok_fwht(double* x, int64_t n)
@@ -70,18 +77,34 @@ cdef inline void gemm_real(bint trans_a, bint trans_b, int m, int n, int k, real
         ok_gemm(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef inline void csr_project(const real* W, Py_ssize_t F, Py_ssize_t d, const int64_t* indptr,
-                             const int32_t* indices, const real* data, Py_ssize_t n,
-                             real* out, Py_ssize_t ldo) noexcept nogil:
+cdef inline void csr_project(const real* W, const real* WT, Py_ssize_t F, Py_ssize_t d,
+                             const int64_t* indptr, const int32_t* indices, const real* data,
+                             Py_ssize_t n, real* out, Py_ssize_t ldo) noexcept nogil:
     """out (n x F, leading dimension ldo) = X W^T for the n CSR rows of X and W (F x d).
 
     The sparse counterpart of the maps' projection ``gemm_rm(X, W^T)``, and
     the same bits on rows with sorted, distinct column indices
     (``src/oklinalg.h``): a row costs ``nnz * F`` products instead of
     ``d * F``.  ``indptr`` holds the n + 1 offsets of the rows into
-    ``indices`` and ``data``.
+    ``indices`` and ``data``.  ``WT`` (d x F), when not NULL, is W already
+    transposed (a block source keeps it next to a cached block): the
+    vectorised loop then runs on any number of rows without transposing.
     """
-    if real is float:
+    if WT != NULL:
+        if real is float:
+            ok_csr_gemm_t_f32(n, F, indptr, indices, data, WT, out, ldo)
+        else:
+            ok_csr_gemm_t(n, F, indptr, indices, data, WT, out, ldo)
+    elif real is float:
         ok_csr_gemm_f32(n, F, d, indptr, indices, data, W, out, ldo)
     else:
         ok_csr_gemm(n, F, d, indptr, indices, data, W, out, ldo)
+
+
+cdef inline void transpose_real(const real* W, Py_ssize_t F, Py_ssize_t d,
+                                real* WT) noexcept nogil:
+    """WT (d x F, row-major) = W^T for W (F x d, row-major)."""
+    if real is float:
+        ok_transpose_f32(F, d, W, WT)
+    else:
+        ok_transpose(F, d, W, WT)

@@ -101,12 +101,17 @@ cdef class ArcCosine(CyFeatureMap):
         gemm_rm(False, True, <int>n, F, d, 1.0, X, <int>ldx, params, d, 0.0, out, F)
         _rectify(self.order, out, n * F)
 
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
+    cdef void transform_csr(self, const double* params, const double* params_t,
+                            const int64_t* indptr, const int32_t* indices,
+                            const double* data, Py_ssize_t n, double* out,
+                            double* work) noexcept nogil:
         cdef Py_ssize_t F = self.n_components
-        csr_project(params, F, self.n_features_in, indptr, indices, data, n, out, F)
+        csr_project(params, params_t, F, self.n_features_in, indptr, indices, data, n, out, F)
         _rectify(self.order, out, n * F)
+
+    def _frequency_rows(self):
+        # the block is W (F x d) alone, the sparse product's frequencies
+        return self.n_components
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""

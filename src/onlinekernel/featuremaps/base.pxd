@@ -18,6 +18,11 @@ cdef class CyFeatureMap(CyParams):
     # the block and raises `pending` when the call returns (raise_pending).
     cdef int failed
     cdef object pending
+    # Rows of a frequency matrix W (frequency_rows x d, row-major) stored as
+    # the first values of each block's parameters, which transform_csr reads
+    # as a sparse product X W^T; 0 when the map stores none (set by bind()).
+    # A block source then keeps W^T beside a cached block for sparse input.
+    cdef public Py_ssize_t frequency_rows
     # Write the parameters of block `block` (seeded by `seed`) into params.
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil
     # out[i, :] = features of row i of X (n rows, leading dimension ldx); out is n x F.
@@ -33,12 +38,16 @@ cdef class CyFeatureMap(CyParams):
     # the rows into indices and data.  The base class densifies the rows and
     # calls transform (any map works); maps whose features are a function of
     # a projection X W^T override it with a sparse product (csr_project).
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil
+    # params_t is W^T (d x frequency_rows) when the caller keeps it, else
+    # NULL; the features are the same bits either way.
+    cdef void transform_csr(self, const double* params, const double* params_t,
+                            const int64_t* indptr, const int32_t* indices,
+                            const double* data, Py_ssize_t n, double* out,
+                            double* work) noexcept nogil
+    cdef void transform_csr_f32(self, const float* params, const float* params_t,
+                                const int64_t* indptr, const int32_t* indices,
+                                const float* data, Py_ssize_t n, float* out,
+                                float* work) noexcept nogil
     # Report an allocation failure inside a kernel (pending MemoryError, out zeroed).
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil
@@ -90,16 +99,20 @@ cdef class RowBatch:
 cdef RowBatch new_batch(const Rows* X, Py_ssize_t nb_max, object dt, Py_ssize_t max_row_nnz)
 
 
-cdef inline void rows_transform(CyFeatureMap fmap, const real* p, const Rows* R, Py_ssize_t r0,
-                                Py_ssize_t n, real* out, real* work) noexcept nogil:
-    """Features of rows ``r0 .. r0+n`` of ``R`` for one block (the map's transform)."""
+cdef inline void rows_transform(CyFeatureMap fmap, const real* p, const real* pt,
+                                const Rows* R, Py_ssize_t r0, Py_ssize_t n, real* out,
+                                real* work) noexcept nogil:
+    """Features of rows ``r0 .. r0+n`` of ``R`` for one block (the map's transform).
+
+    ``pt``: the block's frequencies transposed, for CSR rows (or NULL).
+    """
     if R.sparse:
         if real is float:
-            fmap.transform_csr_f32(p, R.indptr + r0, R.indices, <const float*>R.data, n, out,
-                                   work)
+            fmap.transform_csr_f32(p, pt, R.indptr + r0, R.indices, <const float*>R.data, n,
+                                   out, work)
         else:
-            fmap.transform_csr(p, R.indptr + r0, R.indices, <const double*>R.data, n, out,
-                               work)
+            fmap.transform_csr(p, pt, R.indptr + r0, R.indices, <const double*>R.data, n,
+                               out, work)
     elif real is float:
         fmap.transform_f32(p, <const float*>R.dense + r0 * R.d, n, R.d, out, work)
     else:

@@ -71,6 +71,7 @@ cdef class CyFeatureMap(CyParams):
         self.n_features_in = 0
         self.param_size = 0
         self.work_per_row = 0
+        self.frequency_rows = 0
         self.parallel_safe = True
         self.failed = 0
         self.pending = None
@@ -107,15 +108,17 @@ cdef class CyFeatureMap(CyParams):
             out[i] = <float>o[i]
         free(buf)
 
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
+    cdef void transform_csr(self, const double* params, const double* params_t,
+                            const int64_t* indptr, const int32_t* indices,
+                            const double* data, Py_ssize_t n, double* out,
+                            double* work) noexcept nogil:
         # Reference path for maps without a sparse kernel: densify the rows.
         _densified(self, params, indptr, indices, data, n, out, work)
 
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
+    cdef void transform_csr_f32(self, const float* params, const float* params_t,
+                                const int64_t* indptr, const int32_t* indices,
+                                const float* data, Py_ssize_t n, float* out,
+                                float* work) noexcept nogil:
         _densified(self, params, indptr, indices, data, n, out, work)
 
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
@@ -143,7 +146,12 @@ cdef class CyFeatureMap(CyParams):
             raise ValueError(f"n_features_in must be >= 1, got {n_features_in}")
         self.param_size, self.work_per_row = self._sizes(n_features_in)
         self.n_features_in = n_features_in
+        self.frequency_rows = self._frequency_rows()
         return self
+
+    def _frequency_rows(self):
+        """Rows of the stored frequency matrix that ``transform_csr`` reads (0: none)."""
+        return 0
 
     def fit(self, X, seed, n_blocks):
         """Fit the map's data-dependent state on rows ``X`` (nothing for random features).
@@ -270,38 +278,48 @@ cdef class FourierFeatureMap(CyFeatureMap):
     cdef void project(self, const double* params, const double* X, Py_ssize_t n,
                       Py_ssize_t ldx, Py_ssize_t m, double* out, Py_ssize_t ldo,
                       double* work) noexcept nogil:
-        _project(params, m, self.n_features_in, X, ldx, NULL, NULL, n, out, ldo)
+        _project(params, <const double*>NULL, m, self.n_features_in, X, ldx, NULL, NULL, n,
+                 out, ldo)
 
     cdef void project_f32(self, const float* params, const float* X, Py_ssize_t n,
                           Py_ssize_t ldx, Py_ssize_t m, float* out, Py_ssize_t ldo,
                           float* work) noexcept nogil:
-        _project(params, m, self.n_features_in, X, ldx, NULL, NULL, n, out, ldo)
+        _project(params, <const float*>NULL, m, self.n_features_in, X, ldx, NULL, NULL, n,
+                 out, ldo)
 
     cdef void transform(self, const double* params, const double* X, Py_ssize_t n,
                         Py_ssize_t ldx, double* out, double* work) noexcept nogil:
-        _fourier(self, params, X, ldx, NULL, NULL, n, out, work)
+        _fourier(self, params, <const double*>NULL, X, ldx, NULL, NULL, n, out, work)
 
     cdef void transform_f32(self, const float* params, const float* X, Py_ssize_t n,
                             Py_ssize_t ldx, float* out, float* work) noexcept nogil:
-        _fourier(self, params, X, ldx, NULL, NULL, n, out, work)
+        _fourier(self, params, <const float*>NULL, X, ldx, NULL, NULL, n, out, work)
 
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
-        _fourier(self, params, data, 0, indptr, indices, n, out, work)
+    cdef void transform_csr(self, const double* params, const double* params_t,
+                            const int64_t* indptr, const int32_t* indices,
+                            const double* data, Py_ssize_t n, double* out,
+                            double* work) noexcept nogil:
+        _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
 
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
-        _fourier(self, params, data, 0, indptr, indices, n, out, work)
+    cdef void transform_csr_f32(self, const float* params, const float* params_t,
+                                const int64_t* indptr, const int32_t* indices,
+                                const float* data, Py_ssize_t n, float* out,
+                                float* work) noexcept nogil:
+        _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
+
+    def _frequency_rows(self):
+        # the stored W (F x d, or F/2 x d with pairs) that _fourier's sparse product reads
+        return self.n_components // 2 if self.pairs else self.n_components
 
 
-cdef inline void _project(const real* W, Py_ssize_t m, Py_ssize_t d, const real* X,
-                          Py_ssize_t ldx, const int64_t* indptr, const int32_t* indices,
-                          Py_ssize_t n, real* out, Py_ssize_t ldo) noexcept nogil:
-    """out (n x m, leading dimension ldo) = X W^T: dense rows, or CSR rows (indptr given)."""
+cdef inline void _project(const real* W, const real* WT, Py_ssize_t m, Py_ssize_t d,
+                          const real* X, Py_ssize_t ldx, const int64_t* indptr,
+                          const int32_t* indices, Py_ssize_t n, real* out,
+                          Py_ssize_t ldo) noexcept nogil:
+    """out (n x m, leading dimension ldo) = X W^T: dense rows, or CSR rows (indptr given;
+    WT, if not NULL, is W^T)."""
     if indptr != NULL:
-        csr_project(W, m, d, indptr, indices, X, n, out, ldo)
+        csr_project(W, WT, m, d, indptr, indices, X, n, out, ldo)
     elif real is float:
         gemm_rm_f32(False, True, <int>n, <int>m, <int>d, 1.0, X, <int>ldx, W, <int>d, 0.0,
                     out, <int>ldo)
@@ -315,9 +333,9 @@ cdef inline void _cos(real* z, Py_ssize_t n, Py_ssize_t m, Py_ssize_t ld, const 
     cos_tile_real(z, n, m, ld, bias, <real>1.4142135623730951, shift)
 
 
-cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py_ssize_t ldx,
-                   const int64_t* indptr, const int32_t* indices, Py_ssize_t n,
-                   real* out, real* work) noexcept nogil:
+cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* params_t,
+                   const real* X, Py_ssize_t ldx, const int64_t* indptr,
+                   const int32_t* indices, Py_ssize_t n, real* out, real* work) noexcept nogil:
     """The features of n rows (dense, or CSR when indptr is given; X then holds the values).
 
     The projections come from the map's ``project`` (dense rows) or from the
@@ -328,7 +346,7 @@ cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py
     cdef Py_ssize_t m = h if fmap.pairs else F
     cdef Py_ssize_t i
     if indptr != NULL:
-        _project(params, m, d, X, ldx, indptr, indices, n, out, F)
+        _project(params, params_t, m, d, X, ldx, indptr, indices, n, out, F)
     elif real is float:
         fmap.project_f32(params, X, n, ldx, m, out, F, work)
     else:
@@ -348,7 +366,7 @@ cdef void _fourier(FourierFeatureMap fmap, const real* params, const real* X, Py
 cdef void _block_rows(CyFeatureMap fmap, real[::1] params, const Rows* R, Py_ssize_t n,
                       real[:, ::1] out, real[::1] work):
     with nogil:
-        rows_transform(fmap, &params[0], R, 0, n, &out[0, 0], &work[0])
+        rows_transform(fmap, &params[0], <const real*>NULL, R, 0, n, &out[0, 0], &work[0])
 
 
 cdef object rows_of(object X, object dtype, Rows* out):

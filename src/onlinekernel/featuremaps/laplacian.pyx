@@ -64,10 +64,12 @@ cdef class Laplacian(FourierFeatureMap):
         # (features off by up to 6e-4): float32 models evaluate in double.
         CyFeatureMap.transform_f32(self, params, X, n, ldx, out, work)
 
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
-        CyFeatureMap.transform_csr_f32(self, params, indptr, indices, data, n, out, work)
+    cdef void transform_csr_f32(self, const float* params, const float* params_t,
+                                const int64_t* indptr, const int32_t* indices,
+                                const float* data, Py_ssize_t n, float* out,
+                                float* work) noexcept nogil:
+        CyFeatureMap.transform_csr_f32(self, params, params_t, indptr, indices, data, n, out,
+                                       work)
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""

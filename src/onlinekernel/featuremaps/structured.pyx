@@ -131,16 +131,23 @@ cdef class HadamardFeatureMap(FourierFeatureMap):
         return self.diagonals * p * chunks + (0 if self.pairs else self.n_components), \
             self.scratch * p
 
-    cdef void transform_csr(self, const double* params, const int64_t* indptr,
-                            const int32_t* indices, const double* data, Py_ssize_t n,
-                            double* out, double* work) noexcept nogil:
+    cdef void transform_csr(self, const double* params, const double* params_t,
+                            const int64_t* indptr, const int32_t* indices,
+                            const double* data, Py_ssize_t n, double* out,
+                            double* work) noexcept nogil:
         # no stored frequencies for a sparse product: the base class densifies
-        CyFeatureMap.transform_csr(self, params, indptr, indices, data, n, out, work)
+        CyFeatureMap.transform_csr(self, params, params_t, indptr, indices, data, n, out,
+                                   work)
 
-    cdef void transform_csr_f32(self, const float* params, const int64_t* indptr,
-                                const int32_t* indices, const float* data, Py_ssize_t n,
-                                float* out, float* work) noexcept nogil:
-        CyFeatureMap.transform_csr_f32(self, params, indptr, indices, data, n, out, work)
+    cdef void transform_csr_f32(self, const float* params, const float* params_t,
+                                const int64_t* indptr, const int32_t* indices,
+                                const float* data, Py_ssize_t n, float* out,
+                                float* work) noexcept nogil:
+        CyFeatureMap.transform_csr_f32(self, params, params_t, indptr, indices, data, n, out,
+                                       work)
+
+    def _frequency_rows(self):
+        return 0  # no stored frequencies (diagonals and fast transforms)
 
     cdef void _phases(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
         """The phases b ~ U[0, 2 pi) from stream 1, the block's last F values."""

@@ -29,7 +29,7 @@ from onlinekernel.featuremaps.base cimport CyFeatureMap, RowBatch, Rows, new_bat
     rows_transform
 from onlinekernel.losses.base cimport CyLoss
 from onlinekernel.losses.base import PyLossAdapter
-from onlinekernel.core.linalg cimport real, gemm_rm, gemm_rm_f32
+from onlinekernel.core.linalg cimport real, gemm_rm, gemm_rm_f32, transpose_real
 from onlinekernel.core.threads import one_blas_thread
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
@@ -84,6 +84,13 @@ cdef class BlockSource:
     model's precision (``dtype``: generated in double, rounded once for a
     float32 model); later blocks are regenerated on every use.  Concurrent
     readers are safe: a block is published atomically once generated.
+
+    For CSR rows, a cached block of a map with stored frequencies
+    (``frequency_rows``) also keeps them transposed (``transposed``), made
+    on first sparse use: the sparse product then runs its vectorised loop on
+    a training step's few rows without transposing every call.  That copy is
+    the size of the frequencies, so sparse input can hold up to twice
+    ``cache_bytes``.
     """
     cdef readonly CyFeatureMap fmap
     cdef readonly uint64_t seed
@@ -91,6 +98,8 @@ cdef class BlockSource:
     cdef readonly Py_ssize_t param_size
     cdef readonly bint single
     cdef void** slots
+    cdef void** tslots          # the cached blocks' transposed frequencies (or NULL)
+    cdef Py_ssize_t t_size      # their values a block: frequency_rows x d
     # One workspace kept between calls: a one-row partial_fit or predict
     # would otherwise allocate (and page-fault) its scratch every time.
     cdef object spare
@@ -110,10 +119,16 @@ cdef class BlockSource:
         bytes_per_block = max(1, self.param_size) * (4 if self.single else 8)
         self.cache_slots = min(max(0, cache_bytes) // bytes_per_block, 1 << 20)
         self.slots = NULL
+        self.tslots = NULL
+        self.t_size = fmap.frequency_rows * fmap.n_features_in
         if self.cache_slots:
             self.slots = <void**>calloc(self.cache_slots, sizeof(void*))
             if self.slots == NULL:
                 raise MemoryError()
+            if self.t_size:
+                self.tslots = <void**>calloc(self.cache_slots, sizeof(void*))
+                if self.tslots == NULL:
+                    raise MemoryError()
 
     def __dealloc__(self):
         cdef Py_ssize_t j
@@ -121,6 +136,10 @@ cdef class BlockSource:
             for j in range(self.cache_slots):
                 free(self.slots[j])
             free(self.slots)
+        if self.tslots != NULL:
+            for j in range(self.cache_slots):
+                free(self.tslots[j])
+            free(self.tslots)
 
     @property
     def dtype(self):
@@ -174,6 +193,35 @@ cdef class BlockSource:
                 return won
         self._fill(j, scratch, scratch64)
         return scratch
+
+    cdef const void* transposed(self, Py_ssize_t j, const void* p, const Rows* X) noexcept nogil:
+        """Block j's frequencies transposed (d x frequency_rows), for the CSR rows X.
+
+        ``p`` is what :meth:`get` returned for block j.  NULL for dense rows,
+        for a map without stored frequencies, for a block that is not cached
+        (``p`` is then a scratch copy) and when memory runs out: the sparse
+        product then transposes by itself (the same bits either way).
+        """
+        cdef void* t
+        cdef void* won
+        cdef Py_ssize_t F = self.fmap.frequency_rows, d = self.fmap.n_features_in
+        if (not X.sparse or self.tslots == NULL or j >= self.cache_slots
+                or p != ok_load_ptr(&self.slots[j])):
+            return NULL
+        t = ok_load_ptr(&self.tslots[j])
+        if t != NULL:
+            return t
+        t = malloc(self.t_size * (4 if self.single else 8))
+        if t == NULL:
+            return NULL
+        if self.single:
+            transpose_real(<const float*>p, F, d, <float*>t)
+        else:
+            transpose_real(<const double*>p, F, d, <double*>t)
+        won = ok_publish_ptr(&self.tslots[j], t)
+        if won != t:
+            free(t)
+        return won
 
 
 cdef struct Work:
@@ -248,9 +296,9 @@ cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, double alpha, cons
         gemm_rm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const Rows* X,
-                           Py_ssize_t x0, Py_ssize_t n, const real* coef_j, Py_ssize_t K,
-                           real* acc, real* keep) noexcept nogil:
+cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, const real* pt, Work* w,
+                           const Rows* X, Py_ssize_t x0, Py_ssize_t n, const real* coef_j,
+                           Py_ssize_t K, real* acc, real* keep) noexcept nogil:
     """acc (n x K) += Phi(X) coef_j for rows x0 .. x0+n of X and one block, TILE rows at a time.
 
     With ``keep`` (room for n x F values) the features are written there, for
@@ -262,13 +310,14 @@ cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, Work* w, const Rows
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
         phi = keep + r0 * F if keep != NULL else <real*>w.phi
-        rows_transform(fmap, p, X, x0 + r0, rows, phi, <real*>w.work)
+        rows_transform(fmap, p, pt, X, x0 + r0, rows, phi, <real*>w.work)
         _gemm(False, False, <int>rows, <int>K, <int>F, 1.0, phi, <int>F, coef_j, <int>K,
               1.0, acc + r0 * K, <int>K)
         r0 += rows
 
 
-cdef void _block_gradient(CyFeatureMap fmap, const real* p, Work* w, const Rows* X,
+cdef void _block_gradient(CyFeatureMap fmap, const real* p, const real* pt, Work* w,
+                          const Rows* X,
                           Py_ssize_t n, const real* G, Py_ssize_t K,
                           double c, real* coef_j) noexcept nogil:
     """coef_j (F x K) += c * Phi(X)^T G for one block."""
@@ -276,7 +325,7 @@ cdef void _block_gradient(CyFeatureMap fmap, const real* p, Work* w, const Rows*
     cdef Py_ssize_t r0 = 0, rows
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
-        rows_transform(fmap, p, X, r0, rows, <real*>w.phi, <real*>w.work)
+        rows_transform(fmap, p, pt, X, r0, rows, <real*>w.phi, <real*>w.work)
         _gemm(True, False, <int>F, <int>K, <int>rows, c, <real*>w.phi, <int>F,
               G + r0 * K, <int>K, 1.0, coef_j, <int>K)
         r0 += rows
@@ -324,6 +373,7 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
     cdef double[:, ::1] o = out
     cdef _Workspace ws = _workspace(src, nt)
     cdef const real* p
+    cdef const real* pt
     cdef real* acc0 = &acc[0, 0] if n else NULL
     cdef const real* C0 = &coef[0, 0] if coef.shape[0] else NULL
     if n and n_blocks:
@@ -333,9 +383,10 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                     # fetched once, shared by the threads (a regenerated block
                     # lives in thread 0's scratch for the whole block)
                     p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
+                    pt = <const real*>src.transposed(j, p, &R)
                     for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
                         r0 = t * TILE
-                        _tile_accumulate(fmap, p, &ws.w[threadid()], &R, r0,
+                        _tile_accumulate(fmap, p, pt, &ws.w[threadid()], &R, r0,
                                          min(<Py_ssize_t>TILE, n - r0),
                                          C0 + j * fmap.n_components * K, K, acc0 + r0 * K,
                                          <real*>NULL)
@@ -392,15 +443,17 @@ cdef void _fill_features(BlockSource src, const Rows* X, Py_ssize_t n, Py_ssize_
     cdef Py_ssize_t j, r0, rows, i
     cdef real* O0 = &out[0, 0]
     cdef const real* p
+    cdef const real* pt
     cdef Work* w
     with nogil:
         for j in prange(n_blocks, num_threads=nt, schedule="dynamic"):
             w = &ws.w[threadid()]
             p = <const real*>src.get(j, w.params, w.params64)
+            pt = <const real*>src.transposed(j, p, X)
             r0 = 0
             while r0 < n:
                 rows = min(<Py_ssize_t>TILE, n - r0)
-                rows_transform(fmap, p, X, r0, rows, <real*>w.phi, <real*>w.work)
+                rows_transform(fmap, p, pt, X, r0, rows, <real*>w.phi, <real*>w.work)
                 for i in range(rows):
                     memcpy(O0 + (r0 + i) * M + j * F, <real*>w.phi + i * F, F * sizeof(real))
                 r0 = r0 + rows
@@ -710,7 +763,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 w = &ws.w[threadid()]
                 p_j = <const real*>src.get(j, w.params, w.params64)
                 memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                _tile_accumulate(fmap, p_j, w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
+                _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w, XB, 0,
+                                 nb, C0 + j * F * K, K, P + j * nb * K,
                                  kept + j * nb * F if kept != NULL else <real*>NULL)
             for i in range(nb):
                 for c in range(K):
@@ -752,7 +806,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 cst = -gamma / (nb * F) / sc
                 w = &ws.w[0]
                 p_j = <const real*>src.get(nblk, w.params, w.params64)
-                _block_gradient(fmap, p_j, w, XB, nb, GR, K, cst, C0 + nblk * F * K)
+                _block_gradient(fmap, p_j, <const real*>src.transposed(nblk, p_j, XB), w, XB,
+                                nb, GR, K, cst, C0 + nblk * F * K)
                 nblk += 1
             else:
                 cst = -gamma / (nb * F * nblk) / sc
@@ -763,7 +818,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                     else:
                         w = &ws.w[threadid()]
                         p_j = <const real*>src.get(j, w.params, w.params64)
-                        _block_gradient(fmap, p_j, w, XB, nb, GR, K, cst, C0 + j * F * K)
+                        _block_gradient(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w,
+                                        XB, nb, GR, K, cst, C0 + j * F * K)
 
             if fit_intercept:
                 loss.intercept_step(&intercept[0], &G[0, 0], nb, K, gamma,
@@ -800,12 +856,12 @@ cdef double _sqnorm(const double* a, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline const double* _block_tile(BlockSource src, Work* w, const double* p,
-                                      const double* kept_j, const Rows* Xb, Py_ssize_t r0,
-                                      Py_ssize_t rows) noexcept nogil:
+                                      const double* pt, const double* kept_j, const Rows* Xb,
+                                      Py_ssize_t r0, Py_ssize_t rows) noexcept nogil:
     """Rows ``r0 .. r0+rows`` of a block's features: the kept ones, or evaluated."""
     if kept_j != NULL:
         return kept_j + r0 * src.fmap.n_components
-    rows_transform(src.fmap, p, Xb, r0, rows, <double*>w.phi, <double*>w.work)
+    rows_transform(src.fmap, p, pt, Xb, r0, rows, <double*>w.phi, <double*>w.work)
     return <const double*>w.phi
 
 
@@ -821,14 +877,16 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
     cdef Py_ssize_t F = src.fmap.n_components
     cdef Py_ssize_t r0 = 0, rows
     cdef const double* p = NULL
+    cdef const double* pt = NULL
     cdef const double* tile
     cdef double before = _sqnorm(coef_j, F * K) if ru.radius > 0.0 else 0.0
     if kept_j == NULL:
         p = <const double*>src.get(j, w.params, w.params64)
+        pt = <const double*>src.transposed(j, p, Xb)
     if ru.ridge <= 0.0:
         while r0 < nb:
             rows = min(<Py_ssize_t>TILE, nb - r0)
-            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
+            tile = _block_tile(src, w, p, pt, kept_j, Xb, r0, rows)
             gemm_rm(True, False, <int>F, <int>K, <int>rows, -step / (nb * F) / sc, tile,
                     <int>F, G + r0 * K, <int>K, 1.0, coef_j, <int>K)
             r0 += rows
@@ -836,7 +894,8 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
         if kept_j == NULL:
             while r0 < nb:
                 rows = min(<Py_ssize_t>TILE, nb - r0)
-                rows_transform(src.fmap, p, Xb, r0, rows, ru.phi + r0 * F, <double*>w.work)
+                rows_transform(src.fmap, p, pt, Xb, r0, rows, ru.phi + r0 * F,
+                               <double*>w.work)
                 r0 += rows
         ru.solve_rows(kept_j if kept_j != NULL else ru.phi, nb, F, G, K, -step / nb / sc,
                       coef_j)
@@ -845,7 +904,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
         memset(ru.rhs, 0, K * F * sizeof(double))
         while r0 < nb:
             rows = min(<Py_ssize_t>TILE, nb - r0)
-            tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
+            tile = _block_tile(src, w, p, pt, kept_j, Xb, r0, rows)
             gemm_rm(True, False, <int>F, <int>F, <int>rows, 1.0, tile, <int>F, tile, <int>F,
                     1.0, ru.gram, <int>F)
             gemm_rm(True, False, <int>K, <int>F, <int>rows, 1.0, G + r0 * K, <int>K, tile,
@@ -864,14 +923,16 @@ cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
     cdef Py_ssize_t F = src.fmap.n_components
     cdef Py_ssize_t r0 = 0, rows, i, k
     cdef const double* p = NULL
+    cdef const double* pt = NULL
     cdef const double* tile
     cdef double s1 = 0.0, pn, gn, dd, bd = 0.0, bb, second, var
     if kept_j == NULL:
         p = <const double*>src.get(j, w.params, w.params64)
+        pt = <const double*>src.transposed(j, p, Xb)
     memset(ru.direction, 0, F * K * sizeof(double))
     while r0 < nb:
         rows = min(<Py_ssize_t>TILE, nb - r0)
-        tile = _block_tile(src, w, p, kept_j, Xb, r0, rows)
+        tile = _block_tile(src, w, p, pt, kept_j, Xb, r0, rows)
         gemm_rm(True, False, <int>F, <int>K, <int>rows, -1.0 / (nb * F), tile, <int>F,
                 G + r0 * K, <int>K, 1.0, ru.direction, <int>K)
         for i in range(rows):  # sum over rows of |d_b|^2 F^2 = |phi_b|^2 |g_b|^2
@@ -962,6 +1023,7 @@ cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int a
     cdef Py_ssize_t j, i, r0, rows, first, last
     cdef double step
     cdef const float* p
+    cdef const float* pt
     cdef float* phi = <float*>w.phi
     if act == ACT_NEW:
         first, last, step = nblk, nblk + 1, gamma
@@ -975,10 +1037,11 @@ cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int a
                 ru.phi[i] = kept[j * nb * F + i]
         else:
             p = <const float*>src.get(j, w.params, w.params64)
+            pt = <const float*>src.transposed(j, p, Xb)
             r0 = 0
             while r0 < nb:
                 rows = min(<Py_ssize_t>TILE, nb - r0)
-                rows_transform(src.fmap, p, Xb, r0, rows, phi, <float*>w.work)
+                rows_transform(src.fmap, p, pt, Xb, r0, rows, phi, <float*>w.work)
                 for i in range(rows * F):
                     ru.phi[r0 * F + i] = phi[i]
                 r0 += rows

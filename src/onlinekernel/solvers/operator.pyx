@@ -85,8 +85,8 @@ cdef class _Features:
             r0 = 0
             while r0 < n:
                 rows = min(<Py_ssize_t>TILE, n - r0)
-                rows_transform(self.fmap, <const double*>(self.params + j * ps), X, x0 + r0,
-                               rows, self.phi, self.work)
+                rows_transform(self.fmap, <const double*>(self.params + j * ps),
+                               <const double*>NULL, X, x0 + r0, rows, self.phi, self.work)
                 for i in range(rows):
                     zrow = Z + (r0 + i) * M + j * F
                     prow = self.phi + i * F

@@ -315,43 +315,48 @@ static void ok_cholesky_solve(int64_t n, int64_t k, const double *L, double *B)
  * rows: a zero entry leaves the chain exactly as it was.  A row costs
  * nnz * F multiply-adds instead of d * F, whatever d is.
  *
- * Two loops compute these same chains.  The gather loop (few rows: a single
- * prediction) reads W[j][indices[t]] where it lies, four chains (four rows
- * of W) side by side; each multiply-add loads a scattered scalar.  The axpy
- * loop (enough stored entries to pay for transposing W once, nnz >= 2 d)
- * first copies W into WT (d x F, row-major), so that a stored entry (c, x)
- * adds x * WT[c][:] -- a contiguous row -- to the output row: the lanes run
- * across j, each lane's chain still in increasing t, so the bits are the
- * gather loop's.  Measured on w8a (d = 300, 3.9 % dense, F = 256): the axpy
- * loop is several times faster per row.
+ * Two loops compute these same chains.  The gather loop (few rows: a
+ * training step's batch, a single prediction) reads W[j][indices[t]] where
+ * it lies, eight chains (eight rows of W) side by side; the rows of W are
+ * the outer loop, so a panel of eight rows (8 d values: 19 KB at d = 300)
+ * stays in L1 while every row of X reads it, and W streams through the
+ * cache once per call, not once per row of X.  The axpy loop (enough stored
+ * entries to pay for transposing W once, nnz >= 3 d) first copies W into WT
+ * (d x F, row-major), so that a stored entry (c, x) adds x * WT[c][:] -- a
+ * contiguous row -- to the output row: the lanes run across j, each lane's
+ * chain still in increasing t, so the bits are the gather loop's.
  */
 #define OK_CSR_ROWS(NAME, T, FMA)                                                         \
 static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
                  const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
     int64_t i, j, t;                                                                     \
-    for (i = 0; i < n; i++) {                                                            \
-        T *o = out + i * ldo;                                                            \
-        const int64_t t0 = indptr[i], t1 = indptr[i + 1];                                \
-        for (j = 0; j + 4 <= F; j += 4) {                                                \
-            const T *w0 = W + j * d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;           \
-            T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                            \
+    for (j = 0; j + 8 <= F; j += 8) {                                                    \
+        const T *w0 = W + j * d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;               \
+        const T *w4 = w3 + d, *w5 = w4 + d, *w6 = w5 + d, *w7 = w6 + d;                  \
+        for (i = 0; i < n; i++) {                                                        \
+            T *o = out + i * ldo + j;                                                    \
+            const int64_t t0 = indptr[i], t1 = indptr[i + 1];                            \
+            T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;            \
             for (t = t0; t < t1; t++) {                                                  \
                 const T x = data[t];                                                     \
                 const int32_t c = indices[t];                                            \
-                s0 = FMA(x, w0[c], s0);                                                  \
-                s1 = FMA(x, w1[c], s1);                                                  \
-                s2 = FMA(x, w2[c], s2);                                                  \
-                s3 = FMA(x, w3[c], s3);                                                  \
+                s0 = FMA(x, w0[c], s0); s1 = FMA(x, w1[c], s1);                          \
+                s2 = FMA(x, w2[c], s2); s3 = FMA(x, w3[c], s3);                          \
+                s4 = FMA(x, w4[c], s4); s5 = FMA(x, w5[c], s5);                          \
+                s6 = FMA(x, w6[c], s6); s7 = FMA(x, w7[c], s7);                          \
             }                                                                            \
-            o[j] = s0; o[j + 1] = s1; o[j + 2] = s2; o[j + 3] = s3;                      \
+            o[0] = s0; o[1] = s1; o[2] = s2; o[3] = s3;                                  \
+            o[4] = s4; o[5] = s5; o[6] = s6; o[7] = s7;                                  \
         }                                                                                \
-        for (; j < F; j++) {                                                             \
-            const T *w = W + j * d;                                                      \
+    }                                                                                    \
+    for (; j < F; j++) {                                                                 \
+        const T *w = W + j * d;                                                          \
+        for (i = 0; i < n; i++) {                                                        \
             T s = 0;                                                                     \
-            for (t = t0; t < t1; t++)                                                    \
+            for (t = indptr[i]; t < indptr[i + 1]; t++)                                  \
                 s = FMA(data[t], w[indices[t]], s);                                      \
-            o[j] = s;                                                                    \
+            out[i * ldo + j] = s;                                                        \
         }                                                                                \
     }                                                                                    \
 }
@@ -455,13 +460,13 @@ OK_CSR_AXPY_PORTABLE(ok__csr_axpy_d_portable, double, fma)
 OK_CSR_AXPY_PORTABLE(ok__csr_axpy_f_portable, float, fmaf)
 
 /*
- * The dispatcher: the axpy loop when the rows hold at least 2 d stored
+ * The dispatcher: the axpy loop when the rows hold at least 3 d stored
  * entries and WT's scratch was allocated, else the gather loop.  Measured
- * (d = 300, F = 256, 12 entries a row, doubles): the transposition costs
- * about 60 us, the axpy loop 0.7 us and the gather loop 3.5 us a row, so
- * the axpy loop wins from about 20 rows (240 entries); 2 d leaves a margin
- * (a cached block is transposed again on every call).  Both give the same
- * bits, so the choice never shows in the result.
+ * (d = 300, F = 256, 12 entries a row, doubles, W out of L2 as in a model of
+ * 16 blocks): the gather loop 0.75 us a row (0.8 at 128 rows), the axpy loop
+ * with its transposition 1.34 us a row at 32 rows, 0.59 at 128, 0.32 at
+ * 2,048: they cross at about 3 d entries (75 rows).  Both give the same bits,
+ * so the choice never shows in the result.
  */
 #define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE)           \
 __attribute__((unused))                                                                  \
@@ -469,7 +474,7 @@ static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,        
                  const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
 {                                                                                        \
     const int fast = ok_linalg_isa() >= 1;                                               \
-    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= 2 * d) {                                  \
+    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= 3 * d) {                                  \
         T *WT = (T *)malloc((size_t)(d * F) * sizeof(T));                                \
         if (WT != NULL) {                                                                \
             void (*axpy)(int64_t, int64_t, const int64_t *, const int32_t *, const T *,  \
@@ -497,6 +502,41 @@ OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable,
               NULL, ok__csr_axpy_d_portable, ok__transpose_d)
 OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable,
               NULL, ok__csr_axpy_f_portable, ok__transpose_f)
+#endif
+
+/*
+ * The axpy loop on frequencies already transposed (WT, d x F, row-major):
+ * what a block source keeps for sparse input next to a cached block (see
+ * BlockSource.get_transposed), so that a training step's few rows take the
+ * vectorised loop without paying a transposition every call.  The same bits
+ * as ok_csr_gemm.
+ */
+#define OK_DEFINE_CSR_T(NAME, T, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE_NAME, TRANSPOSE)          \
+__attribute__((unused))                                                                  \
+static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *indices,   \
+                 const T *data, const T *WT, T *out, int64_t ldo)                        \
+{                                                                                        \
+    void (*axpy)(int64_t, int64_t, const int64_t *, const int32_t *, const T *,          \
+                 const T *, T *, int64_t) = AXPY_PORTABLE;                                \
+    if (ok_linalg_isa() >= 1 && AXPY_FAST != NULL)                                       \
+        axpy = AXPY_FAST;                                                                \
+    axpy(n, F, indptr, indices, data, WT, out, ldo);                                     \
+}                                                                                        \
+__attribute__((unused))                                                                  \
+static void TRANSPOSE_NAME(int64_t F, int64_t d, const T *W, T *WT)                      \
+{                                                                                        \
+    TRANSPOSE(F, d, W, WT);                                                              \
+}
+#ifdef OK_LINALG_X86
+OK_DEFINE_CSR_T(ok_csr_gemm_t, double, ok__csr_axpy_d_avx2, ok__csr_axpy_d_portable,
+                ok_transpose, ok__transpose_d)
+OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, ok__csr_axpy_f_avx2, ok__csr_axpy_f_portable,
+                ok_transpose_f32, ok__transpose_f)
+#else
+OK_DEFINE_CSR_T(ok_csr_gemm_t, double, NULL, ok__csr_axpy_d_portable,
+                ok_transpose, ok__transpose_d)
+OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, NULL, ok__csr_axpy_f_portable,
+                ok_transpose_f32, ok__transpose_f)
 #endif
 
 #endif

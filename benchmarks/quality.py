@@ -575,6 +575,11 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     same = [t for t in trials if "error" in t and not t.get("refit_over_cap") and all(
         t.get(k) == walk_best.get(k) for k in ("gamma", "C", "alpha_krr", "loss"))]
     best = min(same, key=lambda t: t["error"])
+    if best is walk_best and notes[0] and "over the tuning budget" in notes[0]:
+        # the budget left no room to validate 4,096 features: refit with them, the
+        # estimators' default count, rather than with the walk's smaller model
+        best = dict(walk_best, max_blocks=blocks[0], size_not_validated=True)
+        notes[0] += f"; refit with {blocks[0]} blocks all the same (the default count)"
     for msg in notes:
         if msg:
             log(f"    ours tune: {msg}")
@@ -705,8 +710,11 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
         if _converged(rec) or i == len(ladder) - 1:
             break
     final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None
+    # the smaller models: points of the curve in what the cap has left or, when the
+    # tuned size could not be refit (memory, cap), the fallback, with a cap of their own
+    left = cap - spent if final is not None else cap
+    fallback = final is None
     for b in sizes:
-        left = cap - spent
         if left <= 0:
             notes.append(f"{b} blocks not run: the {cap:.0f} s cap is spent")
             break
@@ -714,10 +722,15 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
         if "failed" in rec:
             notes.append(f"{b} blocks: {rec['failed']}")
             break
-        spent += rec["time_s"]
+        left -= rec["time_s"]
         curve.append(dict(rec, max_blocks=b, max_iter=rec["n_iter"]))
         log(f"    refit {b} blocks: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
             f"({rec['n_iter']} iterations)")
+    if fallback and len(curve):
+        params = params_of(curve[-1]["max_blocks"])
+        final = dict(curve[-1], converged=_converged(curve[-1]))
+        notes.append(f"the tuned {setting['max_blocks']} blocks could not be refit: the final "
+                     f"model has {curve[-1]['max_blocks']} blocks")
     return params, final, curve, "; ".join(notes) or None
 
 
@@ -1222,6 +1235,9 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"(validation {fmt_err(task, best['error'])})")
         params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log,
                                                 mode)
+        if final is not None and final["max_blocks"] != setting["max_blocks"]:
+            setting = dict(setting, max_blocks=final["max_blocks"],
+                           tuned_max_blocks=setting["max_blocks"])
         r["tuned"] = {"setting": setting, "params": params, "final": final,
                       "curve": curve, "refit_note": note, "tuning": tuning}
         r["warnings"] += [w for p in curve for w in p["warnings"]]

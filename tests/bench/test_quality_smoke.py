@@ -1,5 +1,6 @@
 """Smoke test of benchmarks/quality.py on two tiny synthetic datasets (a few seconds)."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -73,3 +74,26 @@ def test_time_to_a_level_is_read_off_a_curve():
              {"time_s": 3.0, "error": 2.5}]
     assert quality.time_to(curve, 3.0) == 2.0
     assert quality.time_to(curve, 1.0) is None
+
+
+def test_refit_falls_back_to_a_smaller_model_when_the_tuned_size_fails(monkeypatch):
+    calls = []
+
+    def fit(prep, task, params, cap_s):
+        calls.append(params["max_blocks"])
+        if params["max_blocks"] == 64:
+            return {"failed": "over the 90 s cap", "timeout": True}
+        return {"time_s": 1.0, "error": 5.0 / params["max_blocks"], "solver": "cholesky",
+                "n_iter": 1, "warnings": []}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    setting = {"gamma": 0.1, "alpha_krr": 0.1, "loss": "squared", "max_blocks": 64}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    # the tuned 16,384 features time out; the smaller models get a cap of their own and
+    # the largest of them is the final model
+    assert calls == [64, 4, 16]
+    assert final["max_blocks"] == 16 and params["max_blocks"] == 16
+    assert [c["max_blocks"] for c in curve] == [4, 16]
+    assert "could not be refit" in note

@@ -369,7 +369,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         regenerated whenever used, and a UserWarning says so when the
         budget's ``max_blocks`` do not fit (a block holds
         ``block_size * (n_features + 1)`` numbers of the model's dtype for
-        the Gaussian map: 0.8 MB in float32 at 784 inputs).
+        the Gaussian map: 0.8 MB in float32 at 784 inputs).  With sparse
+        input, a cached block of a map with stored frequencies also keeps
+        them transposed for the sparse product, up to twice this budget.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the random features, the coefficients and the block
         cache (the loss, intercept and step sizes stay in double).

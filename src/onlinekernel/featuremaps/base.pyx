@@ -299,13 +299,19 @@ cdef class FourierFeatureMap(CyFeatureMap):
                             const int64_t* indptr, const int32_t* indices,
                             const double* data, Py_ssize_t n, double* out,
                             double* work) noexcept nogil:
-        _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
+        if self.frequency_rows == 0:  # no stored W (a fast transform): densify
+            _densified(self, params, indptr, indices, data, n, out, work)
+        else:
+            _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
 
     cdef void transform_csr_f32(self, const float* params, const float* params_t,
                                 const int64_t* indptr, const int32_t* indices,
                                 const float* data, Py_ssize_t n, float* out,
                                 float* work) noexcept nogil:
-        _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
+        if self.frequency_rows == 0:
+            _densified(self, params, indptr, indices, data, n, out, work)
+        else:
+            _fourier(self, params, params_t, data, 0, indptr, indices, n, out, work)
 
     def _frequency_rows(self):
         # the stored W (F x d, or F/2 x d with pairs) that _fourier's sparse product reads

@@ -17,7 +17,7 @@ import numpy as np
 from onlinekernel.featuremaps.gaussian import gaussian_kernel
 from libc.math cimport sqrt, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from onlinekernel.featuremaps.base cimport CyFeatureMap, FourierFeatureMap
+from onlinekernel.featuremaps.base cimport FourierFeatureMap
 from onlinekernel.core.linalg cimport (ok_fastfood_rows, ok_fastfood_rows_f32, ok_fwht,
                                    ok_fwht_f32, ok_sorf_rows, ok_sorf_rows_f32)
 from onlinekernel.core.streams cimport (ok_fill_chi, ok_fill_normal, ok_fill_permutation,
@@ -131,23 +131,10 @@ cdef class HadamardFeatureMap(FourierFeatureMap):
         return self.diagonals * p * chunks + (0 if self.pairs else self.n_components), \
             self.scratch * p
 
-    cdef void transform_csr(self, const double* params, const double* params_t,
-                            const int64_t* indptr, const int32_t* indices,
-                            const double* data, Py_ssize_t n, double* out,
-                            double* work) noexcept nogil:
-        # no stored frequencies for a sparse product: the base class densifies
-        CyFeatureMap.transform_csr(self, params, params_t, indptr, indices, data, n, out,
-                                   work)
-
-    cdef void transform_csr_f32(self, const float* params, const float* params_t,
-                                const int64_t* indptr, const int32_t* indices,
-                                const float* data, Py_ssize_t n, float* out,
-                                float* work) noexcept nogil:
-        CyFeatureMap.transform_csr_f32(self, params, params_t, indptr, indices, data, n, out,
-                                       work)
-
     def _frequency_rows(self):
-        return 0  # no stored frequencies (diagonals and fast transforms)
+        # no stored frequencies (diagonals and fast transforms): FourierFeatureMap's
+        # sparse transform then densifies the rows
+        return 0
 
     cdef void _phases(self, uint64_t seed, uint64_t block, double* params) noexcept nogil:
         """The phases b ~ U[0, 2 pi) from stream 1, the block's last F values."""

@@ -412,6 +412,12 @@ def grid_points(task, d, mode):
     return [(factors[i] / d, regs[j]) for _, i, j in sorted(pts)]
 
 
+def block_counts(quick):
+    """Blocks of the grid walk, and the feature counts (blocks) tried after it."""
+    q = SETTINGS["quick"]
+    return (q["tune_blocks"], q["blocks"]) if quick else (TUNE_BLOCKS, BLOCKS)
+
+
 def tune_rows(cfg, task):
     """Rows of the tuning fits: the configured cap, else the exact machine's."""
     exact = SVC_TUNE_ROWS if task == "classification" else KRR_TUNE_ROWS
@@ -531,9 +537,7 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     stopped when the budget runs out, so the cap holds.
     """
     budget = Budget(cfg["tune_budget_s"])
-    quick = mode == "quick"
-    walk_blocks = SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS
-    blocks = SETTINGS["quick"]["blocks"] if quick else BLOCKS
+    walk_blocks, blocks = block_counts(mode == "quick")
     trials, skipped = [], []
     costs = {}
     # time kept for the feature counts and the Nystrom trial at the best setting
@@ -676,10 +680,8 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     """
     reg = {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
     kernel = setting.get("kernel", "gaussian")
-    quick = mode == "quick"
-    walk = SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS
-    sizes = [b for b in (walk,) + (SETTINGS["quick"]["blocks"] if quick else BLOCKS)
-             if b < setting["max_blocks"]]
+    walk, blocks = block_counts(mode == "quick")
+    sizes = [b for b in (walk,) + blocks if b < setting["max_blocks"]]
 
     def params_of(blocks):
         return ours_params(task, setting["gamma"], reg, setting["loss"], blocks, full.n, seed,
@@ -712,8 +714,8 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None
     # the smaller models: points of the curve in what the cap has left or, when the
     # tuned size could not be refit (memory, cap), the fallback, with a cap of their own
-    left = cap - spent if final is not None else cap
     fallback = final is None
+    left = cap if fallback else cap - spent
     for b in sizes:
         if left <= 0:
             notes.append(f"{b} blocks not run: the {cap:.0f} s cap is spent")
@@ -726,7 +728,7 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
         curve.append(dict(rec, max_blocks=b, max_iter=rec["n_iter"]))
         log(f"    refit {b} blocks: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
             f"({rec['n_iter']} iterations)")
-    if fallback and len(curve):
+    if fallback and curve:
         params = params_of(curve[-1]["max_blocks"])
         final = dict(curve[-1], converged=_converged(curve[-1]))
         notes.append(f"the tuned {setting['max_blocks']} blocks could not be refit: the final "
@@ -1412,11 +1414,11 @@ def write_reports(report, args, log):
 
 
 def tune_features(quick):
-    return BLOCK_SIZE * (SETTINGS["quick"]["tune_blocks"] if quick else TUNE_BLOCKS)
+    return BLOCK_SIZE * block_counts(quick)[0]
 
 
 def sizes_text(quick):
-    blocks = SETTINGS["quick"]["blocks"] if quick else BLOCKS
+    blocks = block_counts(quick)[1]
     return " and ".join(f"{b * BLOCK_SIZE:,}" for b in blocks)
 
 

@@ -379,8 +379,8 @@ static void NAME(int64_t F, int64_t d, const T *W, T *WT)                       
                     WT[c * F + j] = W[j * d + c];                                        \
         }                                                                                \
 }
-OK_TRANSPOSE(ok__transpose_d, double)
-OK_TRANSPOSE(ok__transpose_f, float)
+OK_TRANSPOSE(ok_transpose, double)
+OK_TRANSPOSE(ok_transpose_f32, float)
 
 /*
  * The axpy loop on WT (d x F): 8 registers of W lanes each (one column
@@ -460,58 +460,13 @@ OK_CSR_AXPY_PORTABLE(ok__csr_axpy_d_portable, double, fma)
 OK_CSR_AXPY_PORTABLE(ok__csr_axpy_f_portable, float, fmaf)
 
 /*
- * The dispatcher: the axpy loop when the rows hold at least 3 d stored
- * entries and WT's scratch was allocated, else the gather loop.  Measured
- * (d = 300, F = 256, 12 entries a row, doubles, W out of L2 as in a model of
- * 16 blocks): the gather loop 0.75 us a row (0.8 at 128 rows), the axpy loop
- * with its transposition 1.34 us a row at 32 rows, 0.59 at 128, 0.32 at
- * 2,048: they cross at about 3 d entries (75 rows).  Both give the same bits,
- * so the choice never shows in the result.
- */
-#define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE)           \
-__attribute__((unused))                                                                  \
-static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
-                 const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
-{                                                                                        \
-    const int fast = ok_linalg_isa() >= 1;                                               \
-    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= 3 * d) {                                  \
-        T *WT = (T *)malloc((size_t)(d * F) * sizeof(T));                                \
-        if (WT != NULL) {                                                                \
-            void (*axpy)(int64_t, int64_t, const int64_t *, const int32_t *, const T *,  \
-                         const T *, T *, int64_t) = AXPY_PORTABLE;                        \
-            if (fast && AXPY_FAST != NULL)                                               \
-                axpy = AXPY_FAST;                                                        \
-            TRANSPOSE(F, d, W, WT);                                                      \
-            axpy(n, F, indptr, indices, data, WT, out, ldo);                             \
-            free(WT);                                                                    \
-            return;                                                                      \
-        }                                                                                \
-    }                                                                                    \
-    if (fast)                                                                            \
-        FAST(n, F, d, indptr, indices, data, W, out, ldo);                               \
-    else                                                                                 \
-        PORTABLE(n, F, d, indptr, indices, data, W, out, ldo);                           \
-}
-#ifdef OK_LINALG_X86
-OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_fma, ok__csr_d_portable,
-              ok__csr_axpy_d_avx2, ok__csr_axpy_d_portable, ok__transpose_d)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_fma, ok__csr_f_portable,
-              ok__csr_axpy_f_avx2, ok__csr_axpy_f_portable, ok__transpose_f)
-#else
-OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable,
-              NULL, ok__csr_axpy_d_portable, ok__transpose_d)
-OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable,
-              NULL, ok__csr_axpy_f_portable, ok__transpose_f)
-#endif
-
-/*
  * The axpy loop on frequencies already transposed (WT, d x F, row-major):
  * what a block source keeps for sparse input next to a cached block (see
- * BlockSource.get_transposed), so that a training step's few rows take the
- * vectorised loop without paying a transposition every call.  The same bits
- * as ok_csr_gemm.
+ * BlockSource.transposed), so that a training step's few rows take the
+ * vectorised loop without paying a transposition every call; and the
+ * dispatcher's, after its transposition.  The same bits as the gather loop.
  */
-#define OK_DEFINE_CSR_T(NAME, T, AXPY_FAST, AXPY_PORTABLE, TRANSPOSE_NAME, TRANSPOSE)          \
+#define OK_DEFINE_CSR_T(NAME, T, AXPY_FAST, AXPY_PORTABLE)                                 \
 __attribute__((unused))                                                                  \
 static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *indices,   \
                  const T *data, const T *WT, T *out, int64_t ldo)                        \
@@ -521,22 +476,53 @@ static void NAME(int64_t n, int64_t F, const int64_t *indptr, const int32_t *ind
     if (ok_linalg_isa() >= 1 && AXPY_FAST != NULL)                                       \
         axpy = AXPY_FAST;                                                                \
     axpy(n, F, indptr, indices, data, WT, out, ldo);                                     \
-}                                                                                        \
-__attribute__((unused))                                                                  \
-static void TRANSPOSE_NAME(int64_t F, int64_t d, const T *W, T *WT)                      \
-{                                                                                        \
-    TRANSPOSE(F, d, W, WT);                                                              \
 }
 #ifdef OK_LINALG_X86
-OK_DEFINE_CSR_T(ok_csr_gemm_t, double, ok__csr_axpy_d_avx2, ok__csr_axpy_d_portable,
-                ok_transpose, ok__transpose_d)
-OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, ok__csr_axpy_f_avx2, ok__csr_axpy_f_portable,
-                ok_transpose_f32, ok__transpose_f)
+OK_DEFINE_CSR_T(ok_csr_gemm_t, double, ok__csr_axpy_d_avx2, ok__csr_axpy_d_portable)
+OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, ok__csr_axpy_f_avx2, ok__csr_axpy_f_portable)
 #else
-OK_DEFINE_CSR_T(ok_csr_gemm_t, double, NULL, ok__csr_axpy_d_portable,
-                ok_transpose, ok__transpose_d)
-OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, NULL, ok__csr_axpy_f_portable,
-                ok_transpose_f32, ok__transpose_f)
+OK_DEFINE_CSR_T(ok_csr_gemm_t, double, NULL, ok__csr_axpy_d_portable)
+OK_DEFINE_CSR_T(ok_csr_gemm_t_f32, float, NULL, ok__csr_axpy_f_portable)
+#endif
+
+/*
+ * The dispatcher: the axpy loop when the rows hold at least 3 d stored
+ * entries and WT's scratch was allocated, else the gather loop.  Measured
+ * (d = 300, F = 256, 12 entries a row, doubles, W out of L2 as in a model of
+ * 16 blocks): the gather loop 0.75 us a row (0.8 at 128 rows), the axpy loop
+ * with its transposition 1.34 us a row at 32 rows, 0.59 at 128, 0.32 at
+ * 2,048: they cross at about 3 d entries (75 rows).  Both give the same bits,
+ * so the choice never shows in the result.
+ */
+#define OK_DEFINE_CSR(NAME, T, FAST, PORTABLE, CSR_T, TRANSPOSE)                          \
+__attribute__((unused))                                                                  \
+static void NAME(int64_t n, int64_t F, int64_t d, const int64_t *indptr,                  \
+                 const int32_t *indices, const T *data, const T *W, T *out, int64_t ldo)  \
+{                                                                                        \
+    if (n > 0 && F > 0 && indptr[n] - indptr[0] >= 3 * d) {                              \
+        T *WT = (T *)malloc((size_t)(d * F) * sizeof(T));                                \
+        if (WT != NULL) {                                                                \
+            TRANSPOSE(F, d, W, WT);                                                      \
+            CSR_T(n, F, indptr, indices, data, WT, out, ldo);                            \
+            free(WT);                                                                    \
+            return;                                                                      \
+        }                                                                                \
+    }                                                                                    \
+    if (ok_linalg_isa() >= 1)                                                            \
+        FAST(n, F, d, indptr, indices, data, W, out, ldo);                               \
+    else                                                                                 \
+        PORTABLE(n, F, d, indptr, indices, data, W, out, ldo);                           \
+}
+#ifdef OK_LINALG_X86
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_fma, ok__csr_d_portable, ok_csr_gemm_t,
+              ok_transpose)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_fma, ok__csr_f_portable, ok_csr_gemm_t_f32,
+              ok_transpose_f32)
+#else
+OK_DEFINE_CSR(ok_csr_gemm, double, ok__csr_d_portable, ok__csr_d_portable, ok_csr_gemm_t,
+              ok_transpose)
+OK_DEFINE_CSR(ok_csr_gemm_f32, float, ok__csr_f_portable, ok__csr_f_portable,
+              ok_csr_gemm_t_f32, ok_transpose_f32)
 #endif
 
 #endif

@@ -7,7 +7,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from onlinekernel import (DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor,
-                          DSGOneClassSVM, DSGRegressor, FeatureMap, get_loss)
+                          DSGOneClassSVM, DSGRegressor, FeatureMap, get_feature_map,
+                          get_loss)
 from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.solvers import (
     FeatureOperator, Problem, choose_solver, solve_cholesky, solve_lbfgs, solve_newton_cg)
@@ -571,3 +572,27 @@ def test_solvers_reach_the_same_optimum_on_a_factored_map(solver):
         sols.append(solver(p, tol=1e-10))
     np.testing.assert_allclose(sols[0].coef, sols[1].coef, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(sols[0].intercept, sols[1].intercept, rtol=1e-7, atol=1e-9)
+
+
+def test_a_nystrom_operator_preconditions_from_its_landmarks():
+    """A constant-curvature loss builds FALKON's preconditioner from the landmarks'
+    features (``sqrt(M) L``, no whitening of drawn rows) and reaches the exact optimum."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 3))
+    y = np.sin(2 * X[:, :1]) + 0.1 * rng.normal(size=(600, 1))
+    fmap = get_feature_map("nystrom", n_components=16, gamma=0.5).bind(3).fit(X, 4, 2)
+    op = FeatureOperator(fmap, seed=4, n_blocks=2, X=X, max_bytes=1 << 30)
+    assert op.factored
+    np.testing.assert_allclose(op.sample_rows(), _phi(fmap, 4, 2, fmap.landmarks_), atol=1e-5)
+    exact = solve_cholesky(Problem(op, get_loss("squared"), y, np.ones(600), 1e-4, True, 1),
+                           tol=1e-12)
+
+    def no_drawn_rows(index):
+        raise AssertionError("the preconditioner whitened drawn rows")
+
+    op.rows = no_drawn_rows
+    sol = solve_newton_cg(Problem(op, get_loss("squared"), y, np.ones(600), 1e-4, True, 1),
+                          tol=1e-10, precondition=True)
+    assert sol.converged
+    np.testing.assert_allclose(sol.coef, exact.coef, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sol.intercept, exact.intercept, rtol=1e-6, atol=1e-7)

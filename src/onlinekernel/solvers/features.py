@@ -82,7 +82,9 @@ class FeatureOperator:
     optionally ``dtype``, the least precision ``B`` must be kept in.  The
     products then go through ``B`` and ``T`` (:meth:`matvec`,
     :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
-    ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.
+    ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.  It
+    may also define ``sample_rows()``, rows of ``Phi`` at points of the data
+    that cost nothing to form (:meth:`sample_rows`).
 
     Examples
     --------
@@ -167,6 +169,17 @@ class FeatureOperator:
         sub.__dict__.update(self.__dict__)
         sub.X = self.X[index]
         return sub._rows(0, len(index))
+
+    def sample_rows(self):
+        """Rows of ``Phi`` at points of the data that a factored map forms for free, or None.
+
+        A map's linear factor may offer ``sample_rows()`` (an ``s x M``
+        float64 array): Nystrom's are its landmarks' features, ``sqrt(M)
+        L``.  A preconditioner built on them skips the whitening of sampled
+        rows (``O(s m^2)``), FALKON's arrangement.
+        """
+        rows = getattr(self._factor, "sample_rows", None)
+        return None if rows is None else np.asarray(rows(), dtype=np.float64)
 
     def dense(self):
         """The whole ``Phi`` (kept: the operator must be ``cached``), for solvers that index it."""

@@ -24,15 +24,20 @@ timed region), four contenders are scored on the test set:
    ``alpha = 1 / (C n)`` and its ``alpha_krr`` as ``alpha = alpha_krr / n``
    (ours minimises ``mean (u - y)^2 / 2 + alpha / 2 |f|^2``, KernelRidge
    ``sum (u - y)^2 + alpha_krr |f|^2``; ``n`` the rows fitted) -- times the
-   loss (classification: hinge, logistic, squared), with 1,024 features;
-   then, at the best setting, 4,096 and 16,384 features (4 / 16 / 64 blocks
-   of 256) and the ``nystrom`` map's 4,096 features of the same kernel
-   (landmarks chosen from the training rows), all within the same time
-   budget; the count with the best validation error is refit on the full
-   training set.  That refit is timed, and so are the same setting's fits with
-   fewer features and the refits stopped after fewer iterations (the
-   iterative solvers): each a cold fit, timed on its own, together the
-   error-against-time curve;
+   loss (classification: squared, logistic, hinge, each loss's grid in turn,
+   cheapest first), with 1,024 features, in at most ``WALK_SHARE`` of the
+   time budget; then, at each loss's best setting (best validated first),
+   4,096 and 16,384 features (4 / 16 / 64 blocks of 256) and the
+   ``nystrom`` map's 4,096 features of the same kernel (landmarks chosen
+   from the training rows), and at the best of these larger representations
+   gamma and the penalty tuned again along the grid, all within the same
+   time budget; the
+   representation and penalty with the best validation error are refit on
+   the full training set (a Nystrom model with ``NYSTROM_REFIT_GROWTH``
+   times its centres when the refit cap allows it).  That refit is timed,
+   and so are the same setting's fits with fewer features and the refits
+   stopped after fewer iterations (the iterative solvers): each a cold fit,
+   timed on its own, together the error-against-time curve;
 4. **pipeline, tuned**: ``RBFSampler(n_components=4096, gamma)`` +
    ``SGDClassifier`` / ``SGDRegressor`` trained by ``partial_fit`` on
    mini-batches of 256 rows, tuned on the same validation split over the same
@@ -42,19 +47,19 @@ timed region), four contenders are scored on the test set:
    ``RBFSampler(1024)`` as ours walks with 1,024 features, then retrained on
    the full training set with the best setting and 4,096 features, the test
    error read after every pass (scoring not timed): the curve.  The same
-   setting with 1,024 features is run too; its points count for the
-   pipeline's times (as ours' smaller models count for ours), not for its
-   final error.
+   setting with 1,024 and 2,048 features is run too; their points count for
+   the pipeline's times (as ours' smaller models count for ours), not for
+   its final error.
 
 Tuning is capped by wall time, the same cap for ours and the pipeline
 (``tune_budget_s`` per data set per method), on the same rows: those the
 exact machine was tuned on (the same validation split, at most
 ``SVC_TUNE_ROWS`` / ``KRR_TUNE_ROWS`` training rows and ``VAL_MAX_ROWS``
-validation rows).  Both walk the grid in the same order, from its centre
-outwards, and stop starting new settings when the next one is predicted to
-overrun the cap; ours then tries more features at its best setting where the
-remaining budget allows it and the refit is predicted to take at most
-``refit_cap_s``.  What was tried and skipped is recorded.
+validation rows).  Both walk the grid from its centre outwards, and stop
+starting new settings when the next one is predicted to overrun the cap
+(ours: its walk's share of it); ours then tries larger representations
+where the remaining budget allows it and the refit is predicted to take at
+most ``refit_cap_s``.  What was tried and skipped is recorded.
 
 Reported per data set: each method's final test error (% or RMSE in the
 target's units) and fit time; the time ours and the pipeline need to reach
@@ -156,11 +161,15 @@ BLOCK_SIZE = 256
 # 3,000 rows a 50 s budget covered 1 to 28 of the 36 settings, and a 2,000-row
 # validation split could not tell settings 0.5 pp apart.
 TUNE_BLOCKS = 4                            # 1,024 features
+# Share of ours' tuning budget the walk may use; the rest tries the larger
+# representations (with no share kept, usps' walk over three losses took the
+# whole budget and left 4,096 features and Nystrom untried)
+WALK_SHARE = 1 / 3
 BLOCKS = (16, 64)                          # 4,096 and 16,384 features
 # squared for classification: one-vs-rest regularised least squares, whose cost
 # does not grow with the number of classes (letter, 26 classes: 3.3 % in 8 s
-# against logistic's 3.7 % in 50 s, 4,096 features)
-OURS_LOSSES = {"classification": ("hinge", "logistic", "squared"), "regression": ("squared",)}
+# against logistic's 3.7 % in 50 s, 4,096 features); cheapest first, the walk's order
+OURS_LOSSES = {"classification": ("squared", "logistic", "hinge"), "regression": ("squared",)}
 # squared: the estimator's choice (Cholesky, or preconditioned CG with many rows)
 OURS_SOLVER = {"hinge": "dual-cd", "logistic": "newton-cg", "squared": "auto",
                "squared_hinge": "newton-cg"}
@@ -529,31 +538,35 @@ def capped_fit(prep, task, params, cap_s):
 
 
 def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
-    """Budgeted walk over gamma x C/alpha x loss (1,024 features), then the feature count.
+    """Budgeted walk over loss x gamma x C/alpha (1,024 features), then the feature count.
 
-    At the best setting of the walk, 4,096 features, then 16,384 (if the tuning
-    budget and the refit cap allow), then Nystrom's 4,096; the one with the
-    lowest validation error is the tuned model.  Each fit runs in a worker
-    stopped when the budget runs out, so the cap holds.
+    The walk takes each loss's grid in turn, cheapest loss first.  Then, at
+    each loss's best setting (best validated first), 4,096 features, then
+    16,384 (if the tuning budget and the refit cap allow), then Nystrom's
+    4,096; the trial with the lowest validation error is the tuned model.
+    Each fit runs in a worker stopped when the budget runs out, so the cap
+    holds.
     """
     budget = Budget(cfg["tune_budget_s"])
     walk_blocks, blocks = block_counts(mode == "quick")
     trials, skipped = [], []
     costs = {}
-    # time kept for the feature counts and the Nystrom trial at the best setting
-    reserve = 2.0 if "nystrom" in onlinekernel.available_feature_maps() else 0.0
-    reserve += blocks[0] / walk_blocks  # the first of the feature counts grows ~ linearly
-    for gamma, reg in grid_points(task, prep.d, mode):
-        for loss in OURS_LOSSES[task]:
+    # the walk stops at WALK_SHARE of the budget: the rest is the feature stage's
+    walk_end = WALK_SHARE * budget.seconds
+    # each loss's grid in turn, cheapest loss first: when the budget runs out it is
+    # the costly losses' points that are skipped (letter, 26 classes: a hinge fit
+    # with 1,024 features took 27 s, a squared one 1 s)
+    for loss in OURS_LOSSES[task]:
+        for gamma, reg in grid_points(task, prep.d, mode):
             if loss == "hinge" and state["hinge_fallback"]:
                 loss = state["hinge_fallback"]
             setting = {"gamma": gamma, **reg, "loss": loss, "max_blocks": walk_blocks}
             pred = np.median(costs[loss]) if costs.get(loss) else 0.0
-            if not budget.allows(pred * (1 + reserve)) or budget.used() >= budget.seconds:
+            if budget.used() + pred > walk_end or budget.used() >= walk_end:
                 skipped.append(setting)
                 continue
             params = ours_params(task, gamma, reg, loss, walk_blocks, prep.n, seed)
-            rec = capped_fit(prep, task, params, budget.seconds - budget.used())
+            rec = capped_fit(prep, task, params, walk_end - budget.used())
             trials.append({**setting, **rec})
             if "failed" in rec:
                 log(f"    ours tune {describe_setting(task, setting, prep.d)}: {rec['failed']}")
@@ -571,24 +584,43 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
             "walk_features": walk_blocks * BLOCK_SIZE}
     if not ok:
         return None, dict(info, time_s=budget.used())
-    walk_best = min(ok, key=lambda t: t["error"])
-    notes = [_try_features(task, prep, seed, b, prev, n_full, cfg, budget, walk_best, trials)
-             for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1])]
-    notes.append(_try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, walk_best,
-                              trials))
-    same = [t for t in trials if "error" in t and not t.get("refit_over_cap") and all(
-        t.get(k) == walk_best.get(k) for k in ("gamma", "C", "alpha_krr", "loss"))]
-    best = min(same, key=lambda t: t["error"])
-    if best is walk_best and notes[0] and "over the tuning budget" in notes[0]:
-        # the budget left no room to validate 4,096 features: refit with them, the
-        # estimators' default count, rather than with the walk's smaller model
-        best = dict(walk_best, max_blocks=blocks[0], size_not_validated=True)
-        notes[0] += f"; refit with {blocks[0]} blocks all the same (the default count)"
-    for msg in notes:
-        if msg:
-            log(f"    ours tune: {msg}")
-    return best, dict(info, time_s=budget.used(), features_note="; ".join(
-        m for m in notes[:-1] if m) or None, kernel_note=notes[-1])
+    # the larger representations at each loss's best setting, best validated first:
+    # a loss whose 1,024-feature fit is a little behind may be the one whose 4,096
+    # features the budget affords (multiclass: squared costs one solve, hinge one per class)
+    by_loss = {}
+    for t in sorted(ok, key=lambda t: t["error"]):
+        by_loss.setdefault(t["loss"], t)
+    key = ("gamma", "C", "alpha_krr", "loss")
+    feature_notes, kernel_notes, candidates = [], [], []
+    for cand in by_loss.values():
+        notes = [_try_features(task, prep, seed, b, prev, n_full, cfg, budget, cand, trials)
+                 for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1])]
+        kernel_note = _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, cand, trials)
+        same = [t for t in trials if "error" in t and not t.get("refit_over_cap") and all(
+            t.get(k) == cand.get(k) for k in key)]
+        top = min(same, key=lambda t: t["error"])
+        if top is cand and notes[0] and "over the tuning budget" in notes[0]:
+            # the budget left no room to validate 4,096 features: refit with them, the
+            # estimators' default count, rather than with the walk's smaller model
+            top = dict(cand, max_blocks=blocks[0], size_not_validated=True)
+            notes[0] += f"; refit with {blocks[0]} blocks all the same (the default count)"
+        else:
+            # each larger representation tried, best validated first, re-tuned
+            # while the budget lasts (the order at the walk's setting may not hold)
+            larger = sorted((t for t in same if t is not cand), key=lambda t: t["error"])
+            for rep in larger:
+                refined, note = _refine(task, prep, seed, mode, budget, rep, trials)
+                notes.append(note)
+                top = min(top, refined, key=lambda t: t["error"])
+        candidates.append(top)
+        tag = f"{cand['loss']}: " if len(by_loss) > 1 else ""
+        feature_notes += [tag + m for m in notes if m]
+        kernel_notes += [tag + kernel_note] if kernel_note else []
+    best = min(candidates, key=lambda t: t["error"])
+    for msg in feature_notes + kernel_notes:
+        log(f"    ours tune: {msg}")
+    return best, dict(info, time_s=budget.used(), features_note="; ".join(feature_notes) or None,
+                      kernel_note="; ".join(kernel_notes) or None)
 
 
 def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, best, trials):
@@ -631,6 +663,67 @@ def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, be
     return f"{blocks} blocks tried: validation {rec['error']:.4g} in {rec['time_s']:.1f} s"
 
 
+def _refine(task, prep, seed, mode, budget, top, trials):
+    """Re-tune gamma, then the penalty, at ``top``'s (larger) representation.
+
+    The walk's best gamma and penalty are those of 1,024 random features,
+    which resolve a smooth kernel only: larger representations want a
+    narrower kernel and a weaker penalty (covtype, squared loss, 4,096
+    Nystrom features: the walk's gamma = 0.5/d gave 18.3 % test error, 4/d
+    16.3 %; usps: the walk's C = 1 gave 6.2 %, C = 100 4.3 %).  Gamma moves
+    along its grid from ``top``'s, narrower first, while the validation
+    error falls; then the grid's other penalties at the best gamma, weaker
+    first.  Each fit is predicted to cost what ``top``'s did and started
+    only if the budget allows it.  Returns the best validated trial and a
+    note.
+    """
+    kernel = top.get("kernel", "gaussian")
+    points = grid_points(task, prep.d, mode)
+    gammas = sorted({g for g, _ in points})
+    regs = []
+    for _, reg in points:
+        if reg not in regs:
+            regs.append(reg)
+    regs.sort(key=lambda r: -r["C"] if "C" in r else r["alpha_krr"])
+    best, tried = top, 0
+
+    def fit(gamma, reg):
+        nonlocal best, tried
+        if not budget.allows(top["time_s"]):
+            return None
+        setting = {"gamma": gamma, **reg, "loss": top["loss"],
+                   "max_blocks": top["max_blocks"], "kernel": kernel}
+        params = ours_params(task, gamma, reg, top["loss"], top["max_blocks"], prep.n, seed,
+                             kernel=kernel)
+        rec = capped_fit(prep, task, params, budget.seconds - budget.used())
+        trials.append({**setting, **rec})
+        tried += 1
+        if "error" not in rec:
+            return None
+        if rec["error"] < best["error"]:
+            best = trials[-1]
+        return rec["error"]
+
+    reg0 = {k: top[k] for k in ("C", "alpha_krr") if k in top}
+    i0 = gammas.index(top["gamma"])
+    for step in (1, -1):  # narrower kernels first
+        i, last = i0 + step, top["error"]
+        while 0 <= i < len(gammas):
+            err = fit(gammas[i], reg0)
+            if err is None or err >= last:
+                break
+            last, i = err, i + step
+        if best is not top:  # improved narrower: no need to look wider
+            break
+    reg_best = {k: best[k] for k in ("C", "alpha_krr") if k in best}
+    for reg in regs:
+        if reg != reg_best:
+            fit(best["gamma"], reg)
+    what = f"{top['max_blocks']} blocks{' nystrom' if kernel == 'nystrom' else ''}"
+    return best, (f"refined at {what}: {tried} fits, best {describe_setting(task, best, prep.d)} "
+                  f"(validation {best['error']:.4g})")
+
+
 def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     """Nystrom features (landmarks from the data) at the best setting's gamma, loss and
     regularisation and 4,096 features, when the map is registered and the budget allows.
@@ -642,9 +735,16 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     """
     if "nystrom" not in onlinekernel.available_feature_maps():
         return None
-    first = [t for t in trials if "error" in t and t["max_blocks"] == blocks[0]
-             and t.get("kernel", "gaussian") == "gaussian"]
-    pred = np.median([t["time_s"] for t in first]) * 2 if first else 0.0
+    key = ("gamma", "C", "alpha_krr", "loss")
+    same = [t for t in trials if "error" in t and t["max_blocks"] <= blocks[0]
+            and t.get("kernel", "gaussian") == "gaussian" and all(
+                t.get(k) == best.get(k) for k in key)]
+    # twice a gaussian fit of the same setting and size (the landmarks' kernel and
+    # factor), grown from the largest one tried as _try_features grows it
+    prev = max(same, key=lambda t: t["max_blocks"])
+    ratio_ = blocks[0] / prev["max_blocks"]
+    pred = 2 * prev["time_s"] * (ratio_ ** 2 if prev["solver"] in ("cholesky", "newton-cg")
+                                 else ratio_)
     if not budget.allows(pred):
         return f"nystrom not tried: predicted {pred:.0f} s, over the tuning budget left"
     reg = {k: best[k] for k in ("C", "alpha_krr") if k in best}
@@ -659,6 +759,12 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     return f"nystrom tried: validation {rec['error']:.4g} against {best['error']:.4g}"
 
 
+# A model tuned with Nystrom features is refit with this many times its centres
+# when the refit cap allows (its cost grows about as the square: kin40k, 32,000
+# rows, 4,096 -> 8,192 centres: 14 s -> 43 s, test RMSE 0.1308 -> 0.1050)
+NYSTROM_REFIT_GROWTH = 2
+
+
 # max_iter ladders of the refit (cold fits, each timed): the error-against-time curve
 LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1000),
            "lbfgs": (4, 16, 64, 256, 1000), "cholesky": (1000,)}
@@ -670,18 +776,26 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
 
     The error-against-time curve of ours: the tuned feature count stopped
     after increasing numbers of iterations (the iterative solvers), then the
-    same setting with the walk's feature count and each smaller count of
-    ``BLOCKS`` (fits to convergence).  Each fit starts from scratch and is
+    same setting with the walk's feature count and each halving of the tuned
+    count down to it (fits to convergence, smallest first).  Each fit starts from scratch and is
     timed on its own, so a point's time is what a user who stops there pays.
     The ladder stops when a fit converges (fewer iterations than allowed) or
     when the next one is predicted to overrun what is left of ``refit_cap_s``;
     a smaller model runs in what the cap has left.  The tuned size's last fit
-    is the final model.
+    is the final model, with two exceptions decided on training information
+    alone: a Nystrom model is refit with :data:`NYSTROM_REFIT_GROWTH` times
+    its centres when that is predicted within the cap (and kept when it
+    converges), and when the tuned size stops unconverged the smaller models
+    get a cap of their own and the largest converged one is the final model.
     """
     reg = {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
     kernel = setting.get("kernel", "gaussian")
     walk, blocks = block_counts(mode == "quick")
-    sizes = [b for b in (walk,) + blocks if b < setting["max_blocks"]]
+    top = setting["max_blocks"]
+    # the curve's smaller models: the walk's count and each halving of the tuned one
+    # down to it (kin40k: 1,024 Nystrom features 0.252, 4,096 0.131; nothing between)
+    sizes = sorted({b for b in (walk,) + blocks if b < top}
+                   | {top >> k for k in range(1, 6) if top >> k >= walk})
 
     def params_of(blocks):
         return ours_params(task, setting["gamma"], reg, setting["loss"], blocks, full.n, seed,
@@ -713,8 +827,10 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
             break
     final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None
     # the smaller models: points of the curve in what the cap has left or, when the
-    # tuned size could not be refit (memory, cap), the fallback, with a cap of their own
-    fallback = final is None
+    # tuned size could not be refit (memory, cap) or stopped unconverged, the
+    # fallback, with a cap of their own
+    unconverged = final is not None and not final["converged"]
+    fallback = final is None or unconverged
     left = cap if fallback else cap - spent
     for b in sizes:
         if left <= 0:
@@ -728,7 +844,36 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
         curve.append(dict(rec, max_blocks=b, max_iter=rec["n_iter"]))
         log(f"    refit {b} blocks: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
             f"({rec['n_iter']} iterations)")
-    if fallback and curve:
+    if kernel == "nystrom" and final is not None and final["converged"]:
+        # more centres at the validated setting: closer to the exact machine the
+        # tuning rows measured (with NYSTROM_REFIT_GROWTH more centres than them, the
+        # tuning fit cannot tell the counts apart); kept when what the cap has left (after the
+        # smaller models, cheap points of the curve) allows it
+        more = NYSTROM_REFIT_GROWTH * setting["max_blocks"]
+        pred = final["time_s"] * NYSTROM_REFIT_GROWTH ** 2
+        if pred > left:
+            notes.append(f"nystrom {more} blocks not run: predicted {pred:.0f} s, {left:.0f} s "
+                         f"left of the {cap:.0f} s cap")
+        elif (bigger := params_of(more)) is not None:
+            rec = capped_fit(full, task, bigger, left)
+            if "failed" in rec:
+                notes.append(f"nystrom {more} blocks: {rec['failed']}")
+            else:
+                curve.append(dict(rec, max_blocks=more, max_iter=rec["n_iter"]))
+                log(f"    refit nystrom {more} blocks: {fmt_err(task, rec['error'])} in "
+                    f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
+                if _converged(rec):
+                    params, final = bigger, dict(curve[-1], converged=True)
+                    notes.append(f"with nystrom {more} blocks: the final model")
+    smaller = [c for c in curve if c["max_blocks"] < setting["max_blocks"] and _converged(c)]
+    if unconverged and smaller:
+        # a converged smaller model rather than an unconverged larger one (fashion_mnist:
+        # 4,096 features stopped at the cap after 4 Newton steps, 16.55 % test error)
+        params = params_of(smaller[-1]["max_blocks"])
+        final = dict(smaller[-1], converged=True)
+        notes.append(f"the tuned {setting['max_blocks']} blocks stopped unconverged: the final "
+                     f"model is the converged one with {final['max_blocks']} blocks")
+    elif final is None and curve:
         params = params_of(curve[-1]["max_blocks"])
         final = dict(curve[-1], converged=_converged(curve[-1]))
         notes.append(f"the tuned {setting['max_blocks']} blocks could not be refit: the final "
@@ -828,7 +973,8 @@ def checks(task, exact, ours_curve, default_pt, pipe_curve, ours_final=None,
     size's ``max_iter`` ladder) and ``ours_final`` the tuned model (None when
     its fit failed); ``pipe_curve`` is the pipeline's final run
     (its last pass is its final error) and ``pipe_small`` the same setting with
-    the walk's feature count, whose points also count for its times.
+    fewer features (the walk's count and the halvings of 4,096 down to it),
+    whose points also count for its times.
     """
     target = target_of(task, exact["test_error"])
     final = ours_final["error"] if ours_final else None
@@ -1029,12 +1175,12 @@ def plot(results, path):
             c = [p for p in pi["curve"] if np.isfinite(p["error"])]
             ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "s-", ms=3, lw=1,
                     color="tab:orange", label="RBFSampler(4096)+SGD, tuned")
-            small = pi.get("curve_fewer_features")
-            c = [p for p in (small or {}).get("curve", []) if np.isfinite(p["error"])]
-            if c:
-                ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "s:", ms=2, lw=0.8,
-                        color="tab:orange", alpha=0.6,
-                        label=f"the same, {small['n_components']:,} features")
+            for small in fewer_features(pi):
+                c = [p for p in small["curve"] if np.isfinite(p["error"])]
+                if c:
+                    ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "s:", ms=2,
+                            lw=0.8, color="tab:orange", alpha=0.6,
+                            label=f"the same, {small['n_components']:,} features")
         if tu and tu.get("curve"):
             # the tuned size's max_iter ladder in ladder order (each point is its own
             # cold fit, so times need not grow); the same setting's smaller models
@@ -1263,10 +1409,13 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"(validation {fmt_err(task, pbest['error'])})")
         reg = {k: pbest[k] for k in ("C", "alpha_krr") if k in pbest}
         runs = {}
-        # the tuned setting with the walk's feature count (a cheaper model that the
-        # pipeline's times may use, as ours' smaller models count for ours), then the
-        # pipeline itself: RBFSampler(4096)
-        for m in (tune_features(mode == "quick"), PIPELINE["n_components"]):
+        # the tuned setting with the walk's feature count and each halving of 4,096
+        # down to it (cheaper models that the pipeline's times may use, as ours'
+        # smaller models count for ours), then the pipeline itself: RBFSampler(4096)
+        small_counts = sorted({tune_features(mode == "quick")} | {
+            PIPELINE["n_components"] >> k for k in range(1, 6)
+            if PIPELINE["n_components"] >> k >= tune_features(mode == "quick")})
+        for m in small_counts + [PIPELINE["n_components"]]:
             runs[m] = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
                                    pbest["passes"], args.seed,
                                    cap_s=cfg["pipeline_final_cap_s"], n_components=m)
@@ -1276,8 +1425,8 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
         r["pipeline"] = {"setting": {k: pbest[k] for k in ("gamma", "C", "alpha_krr", "loss",
                                                             "passes") if k in pbest},
                          "alpha": alpha_of(reg, full.n), "curve": curve,
-                         "curve_fewer_features": {"n_components": next(iter(runs)),
-                                                  "curve": next(iter(runs.values()))},
+                         "curves_fewer_features": [{"n_components": m, "curve": c}
+                                                   for m, c in runs.items()],
                          "truncated": len(curve) < pbest["passes"], "tuning": ptuning}
     # methods not run this time: their results from the existing report
     for key in ("default", "tuned", "pipeline"):
@@ -1289,7 +1438,7 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             r.setdefault("kept_from_earlier_run", []).append(
                 {"method": key, "date": kept[name].get("date")})
     tu, curve = r.get("tuned", {}), r["pipeline"]["curve"]
-    small = r["pipeline"].get("curve_fewer_features", {}).get("curve", ())
+    small = [p for c in fewer_features(r["pipeline"]) for p in c["curve"]]
     r["checks"] = checks(task, exact, tu.get("curve"), r.get("default") if "error" in
                          r.get("default", {}) else None, curve, ours_final=tu.get("final"),
                          pipe_small=small)
@@ -1413,6 +1562,18 @@ def write_reports(report, args, log):
     return report
 
 
+def fewer_features(pipeline):
+    """The pipeline's runs with fewer features: ``[{"n_components", "curve"}, ...]``.
+
+    Reports written before the halvings were run hold one such run, under
+    ``curve_fewer_features``.
+    """
+    if "curves_fewer_features" in pipeline:
+        return pipeline["curves_fewer_features"]
+    one = pipeline.get("curve_fewer_features")
+    return [one] if one else []
+
+
 def tune_features(quick):
     return BLOCK_SIZE * block_counts(quick)[0]
 
@@ -1440,9 +1601,15 @@ def markdown_report(report, results, s, cfg, quick):
             f"data set per method, {tune_features(quick):,} features, fits on "
             f"{tune_rows_text(cfg)} rows of the training part of a validation split, scored "
             f"on at most {(cfg['val_rows'] or VAL_MAX_ROWS):,} of its validation rows; "
-            f"then ours tries {sizes_text(quick)} features at its best setting, and the "
-            f"pipeline runs with {PIPELINE['n_components']:,} features (and, for its curve, "
-            f"{tune_features(quick):,}); the pipeline's final run stops after "
+            f"ours walks in at most {WALK_SHARE:.0%} of its budget (each loss's grid in "
+            f"turn, cheapest first), then tries {sizes_text(quick)} random features and "
+            f"Nystrom's {sizes_text(quick).split(' and ')[0]} at each loss's best setting "
+            f"and re-tunes gamma and the penalty at the larger representations; a Nystrom "
+            f"model is refit with {NYSTROM_REFIT_GROWTH}x its centres where its refit cap "
+            f"allows; the pipeline runs with {PIPELINE['n_components']:,} features (and, "
+            f"for its curve, {tune_features(quick):,} and each halving of "
+            f"{PIPELINE['n_components']:,} down to it, as ours' curve has the halvings of "
+            f"its tuned size); the pipeline's final run stops after "
             f"{cfg['pipeline_final_cap_s']:g} s of training; 16,384 features only where the "
             f"refit is predicted within {cfg['refit_cap_s']:g} s. Exact machines from "
             f"the cache (their fit times were measured in other runs, on at most "

@@ -44,13 +44,23 @@ def test_quick_run_writes_results_and_reuses_exact_cache(data_dir, tmp_path):
         # every contender: ours by default, ours tuned on the exact machine's grid, and
         # the pipeline tuned on the same grid, with its error after every pass timed
         assert r["default"]["error"] < 20.0 and r["default"]["solver"] != "sgd"
-        # the final model is the tuned size's last fit; the curve also holds the same
-        # setting with fewer features, each a cold fit of its own
-        top = r["tuned"]["setting"]["max_blocks"]
-        sizes = [c["max_blocks"] for c in r["tuned"]["curve"]]
-        assert r["tuned"]["final"]["error"] == [
-            c for c in r["tuned"]["curve"] if c["max_blocks"] == top][-1]["error"]
-        assert all(b < top for b in sizes[sizes.count(top):]) and sizes[0] == top
+        # the final model is the tuned size's last fit (or Nystrom's refit with more
+        # centres, or a converged smaller model when the tuned size stopped
+        # unconverged); the curve also holds the same setting with fewer features,
+        # each a cold fit of its own
+        setting, curve = r["tuned"]["setting"], r["tuned"]["curve"]
+        top, final = setting.get("tuned_max_blocks", setting["max_blocks"]), r["tuned"]["final"]
+        sizes = [c["max_blocks"] for c in curve]
+        more = quality.NYSTROM_REFIT_GROWTH * top
+        assert sizes[0] == top and all(b < top or b == more for b in sizes[sizes.count(top):])
+        last_top = [c for c in curve if c["max_blocks"] == top][-1]
+        if final["max_blocks"] == top:
+            assert final["error"] == last_top["error"]
+        elif final["max_blocks"] == more:
+            assert setting.get("kernel") == "nystrom" and final["converged"]
+        else:
+            assert final["max_blocks"] < top and final["converged"]
+            assert not quality._converged(last_top)
         times = [c["time_s"] for c in r["pipeline"]["curve"]]
         assert times == sorted(times) and times[0] > 0
         assert set(r["checks"]) >= {"tuned_within_tol_ok", "default_within_tol_ok",
@@ -91,9 +101,53 @@ def test_refit_falls_back_to_a_smaller_model_when_the_tuned_size_fails(monkeypat
     params, final, curve, note = quality.refit_ours(
         SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
         lambda msg: None)
-    # the tuned 16,384 features time out; the smaller models get a cap of their own and
-    # the largest of them is the final model
-    assert calls == [64, 4, 16]
-    assert final["max_blocks"] == 16 and params["max_blocks"] == 16
-    assert [c["max_blocks"] for c in curve] == [4, 16]
+    # the tuned 16,384 features time out; the smaller models (the walk's count and the
+    # halvings of the tuned one) get a cap of their own and the largest is the final model
+    assert calls == [64, 4, 8, 16, 32]
+    assert final["max_blocks"] == 32 and params["max_blocks"] == 32
+    assert [c["max_blocks"] for c in curve] == [4, 8, 16, 32]
     assert "could not be refit" in note
+
+
+def _fake_fits(monkeypatch, unconverged=()):
+    calls = []
+
+    def fit(prep, task, params, cap_s):
+        b = params["max_blocks"]
+        calls.append((b, params["kernel"]))
+        warn = ["ConvergenceWarning: max_iter reached"] if b in unconverged else []
+        return {"time_s": 1.0, "error": 5.0 / b, "solver": "newton-cg", "n_iter": 3,
+                "warnings": warn}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    return calls
+
+
+def test_refit_keeps_a_converged_smaller_model_over_an_unconverged_tuned_one(monkeypatch):
+    calls = _fake_fits(monkeypatch, unconverged={16})
+    setting = {"gamma": 0.1, "C": 1.0, "loss": "squared", "max_blocks": 16}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    assert [b for b, _ in calls] == [16, 4, 8]
+    assert final["max_blocks"] == 8 and final["converged"] and params["max_blocks"] == 8
+    assert "stopped unconverged" in note
+
+
+def test_refit_of_a_nystrom_model_grows_its_centres_when_the_cap_allows(monkeypatch):
+    calls = _fake_fits(monkeypatch)
+    setting = {"gamma": 0.1, "alpha_krr": 0.1, "loss": "squared", "max_blocks": 16,
+               "kernel": "nystrom"}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    grown = quality.NYSTROM_REFIT_GROWTH * 16
+    assert calls == [(16, "nystrom"), (4, "nystrom"), (8, "nystrom"), (grown, "nystrom")]
+    assert final["max_blocks"] == grown and params["max_blocks"] == grown
+    # predicted over what the cap has left: not run, the tuned size stays
+    calls.clear()
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 5.0},
+        lambda msg: None)
+    assert (grown, "nystrom") not in calls and final["max_blocks"] == 16
+    assert "not run" in note

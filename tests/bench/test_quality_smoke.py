@@ -151,3 +151,35 @@ def test_refit_of_a_nystrom_model_grows_its_centres_when_the_cap_allows(monkeypa
         lambda msg: None)
     assert (grown, "nystrom") not in calls and final["max_blocks"] == 16
     assert "not run" in note
+
+
+def test_refine_moves_gamma_while_validation_falls_then_tries_the_penalties(monkeypatch):
+    d = 10
+    gammas = [f / d for f in quality.GAMMA_FACTORS["classification"]]  # 0.5/d .. 4/d
+    seen = []
+
+    def fit(prep, task, params, cap_s):
+        g, C = params["gamma"], 1.0 / (params["alpha"] * prep.n)
+        seen.append((round(g * d, 6), round(C, 6), params["kernel"], params["max_blocks"]))
+        # validation error: best at gamma = 2/d, and at C = 100 there
+        err = abs(np.log2(g * d) - 1.0) + (0.0 if round(C) == 100 else 0.5)
+        return {"time_s": 0.0, "error": err, "solver": "cholesky", "n_iter": 1, "warnings": []}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    prep = SimpleNamespace(n=500, d=d)
+    top = {"gamma": gammas[0], "C": 1.0, "loss": "squared", "max_blocks": 16,
+           "kernel": "nystrom", "error": 2.5, "time_s": 0.0}
+    trials = []
+    best, note = quality._refine("classification", prep, 0, "full", quality.Budget(60.0),
+                                 top, trials)
+    # narrower kernels first: 1/d improves, 2/d improves, 4/d does not: stop there; no
+    # wider ones (0.5/d was the start); then the other penalties at 2/d, weakest first
+    assert [s[:2] for s in seen] == [(1.0, 1.0), (2.0, 1.0), (4.0, 1.0), (2.0, 100.0),
+                                     (2.0, 10.0)]
+    assert all(s[2:] == ("nystrom", 16) for s in seen) and len(trials) == 5
+    assert (best["gamma"], best["C"]) == (2.0 / d, 100.0) and "5 fits" in note
+    # nothing starts when the budget is spent
+    seen.clear()
+    spent = quality.Budget(0.0)
+    best, _ = quality._refine("classification", prep, 0, "full", spent, top, [])
+    assert seen == [] and best is top

@@ -403,22 +403,44 @@ def exact_for(name, task, data, seed, quick, cache, cache_path, recompute, log):
 # --------------------------------------------------------------------------- #
 # the shared grid and its budgeted walk
 # --------------------------------------------------------------------------- #
-def grid_points(task, d, mode):
-    """(gamma, regularisation) pairs of the exact machine's grid, centre first.
+def grid_axes(task, mode):
+    """The exact machine's grid: gamma factors (gamma = factor / d) and regularisations.
 
-    The regularisation is ``{"C": C}`` or ``{"alpha_krr": a}``; it becomes an
+    A regularisation is ``{"C": C}`` or ``{"alpha_krr": a}``; it becomes an
     ``alpha`` per number of rows fitted (:func:`alpha_of`).
     """
     q = SETTINGS["quick"] if mode == "quick" else {}
     factors = q.get("gamma_factors", GAMMA_FACTORS)[task]
     if task == "classification":
-        regs = [{"C": c} for c in q.get("svc_c_grid", SVC_C_GRID)]
-    else:
-        regs = [{"alpha_krr": a} for a in q.get("krr_alpha_grid", KRR_ALPHA_GRID)]
+        return factors, [{"C": c} for c in q.get("svc_c_grid", SVC_C_GRID)]
+    return factors, [{"alpha_krr": a} for a in q.get("krr_alpha_grid", KRR_ALPHA_GRID)]
+
+
+def grid_points(task, d, mode):
+    """(gamma, regularisation) pairs of the exact machine's grid, centre first."""
+    factors, regs = grid_axes(task, mode)
     cg, cr = (len(factors) - 1) / 2, (len(regs) - 1) / 2
     pts = [(abs(i - cg) + abs(j - cr), i, j) for i in range(len(factors))
            for j in range(len(regs))]
     return [(factors[i] / d, regs[j]) for _, i, j in sorted(pts)]
+
+
+# what names a setting of the grid (with the loss); its regularisation's keys
+SETTING_KEYS = ("gamma", "C", "alpha_krr", "loss")
+
+
+def reg_of(setting):
+    """The regularisation of a setting: ``{"C": C}`` or ``{"alpha_krr": a}``."""
+    return {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
+
+
+def same_setting(a, b):
+    return all(a.get(k) == b.get(k) for k in SETTING_KEYS)
+
+
+def halvings(top, floor):
+    """``top`` halved up to five times, down to ``floor`` (the curves' smaller models)."""
+    return {top >> k for k in range(1, 6) if top >> k >= floor}
 
 
 def block_counts(quick):
@@ -592,14 +614,13 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     by_loss = {}
     for t in sorted(ok, key=lambda t: t["error"]):
         by_loss.setdefault(t["loss"], t)
-    key = ("gamma", "C", "alpha_krr", "loss")
     feature_notes, kernel_notes, candidates = [], [], []
     for cand in by_loss.values():
         notes = [_try_features(task, prep, seed, b, prev, n_full, cfg, budget, cand, trials)
                  for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1])]
         kernel_note = _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, cand, trials)
-        same = [t for t in trials if "error" in t and not t.get("refit_over_cap") and all(
-            t.get(k) == cand.get(k) for k in key)]
+        same = [t for t in trials if "error" in t and not t.get("refit_over_cap")
+                and same_setting(t, cand)]
         top = min(same, key=lambda t: t["error"])
         if top is cand and notes[0] and "over the tuning budget" in notes[0]:
             # the budget left no room to validate 4,096 features: refit with them, the
@@ -625,32 +646,41 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
                       kernel_note="; ".join(kernel_notes) or None)
 
 
+def _grown(prev, blocks):
+    """Seconds of ``prev``'s fit grown to ``blocks`` blocks: the normal equations and
+    the CG preconditioner grow as M^2, the rest as M."""
+    ratio_ = blocks / prev["max_blocks"]
+    return prev["time_s"] * (ratio_ ** 2 if prev["solver"] in ("cholesky", "newton-cg")
+                             else ratio_)
+
+
+def _refit_limit(cfg, solver):
+    """The largest predicted refit (seconds) a larger representation may have."""
+    # cholesky's M^3 part does not grow with n: its refit estimate is generous
+    return cfg["refit_cap_s"] * (4 if solver == "cholesky" else 1)
+
+
 def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, best, trials):
     """The best setting of the walk with ``blocks`` blocks, if affordable; returns a note.
 
     The cost is predicted from the fit with ``prev_blocks`` at the same setting
     (the normal equations and the CG preconditioner grow as M^2, the rest as M).
     """
-    key = ("gamma", "C", "alpha_krr", "loss")
     prev = [t for t in trials if t.get("max_blocks") == prev_blocks and "error" in t
-            and t.get("kernel", "gaussian") == "gaussian"
-            and all(t.get(k) == best.get(k) for k in key)]
+            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
     if not prev:
         return f"{blocks} blocks not tried: no fit with {prev_blocks} blocks to predict from"
     prev = prev[-1]
-    ratio_ = blocks / prev_blocks
-    grow = ratio_ ** 2 if prev["solver"] in ("cholesky", "newton-cg") else ratio_
-    pred = prev["time_s"] * grow
-    reg = {k: best[k] for k in ("C", "alpha_krr") if k in best}
+    pred = _grown(prev, blocks)
+    reg = reg_of(best)
     params = ours_params(task, best["gamma"], reg, best["loss"], blocks, prep.n, seed)
     full_params = ours_params(task, best["gamma"], reg, best["loss"], blocks, n_full, seed)
-    # cholesky's M^3 part does not grow with n: its refit estimate is generous
-    slack = 4 if prev["solver"] == "cholesky" else 1
+    limit = _refit_limit(cfg, prev["solver"])
     if params is None or full_params is None:
         return f"{blocks} blocks not tried: feature matrix above {MEMORY_CAP} bytes"
     if not budget.allows(pred):
         return f"{blocks} blocks not tried: predicted {pred:.0f} s, over the tuning budget left"
-    if pred * n_full / prep.n > cfg["refit_cap_s"] * slack:
+    if pred * n_full / prep.n > limit:
         return (f"{blocks} blocks not tried: refit predicted {pred * n_full / prep.n:.0f} s, "
                 f"over the refit cap")
     setting = {"gamma": best["gamma"], **reg, "loss": best["loss"], "max_blocks": blocks}
@@ -658,7 +688,7 @@ def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, be
     trials.append({**setting, **rec})
     if "failed" in rec:
         return f"{blocks} blocks: {rec['failed']}"
-    if rec["time_s"] * n_full / prep.n > cfg["refit_cap_s"] * slack:
+    if rec["time_s"] * n_full / prep.n > limit:
         trials[-1]["refit_over_cap"] = True
         return (f"{blocks} blocks tried (validation {rec['error']:.4g}) but its refit is "
                 f"predicted over the refit cap")
@@ -681,13 +711,9 @@ def _refine(task, prep, seed, mode, budget, top, trials):
     note.
     """
     kernel = top.get("kernel", "gaussian")
-    points = grid_points(task, prep.d, mode)
-    gammas = sorted({g for g, _ in points})
-    regs = []
-    for _, reg in points:
-        if reg not in regs:
-            regs.append(reg)
-    regs.sort(key=lambda r: -r["C"] if "C" in r else r["alpha_krr"])
+    factors, regs = grid_axes(task, mode)
+    gammas = sorted(f / prep.d for f in factors)
+    regs = sorted(regs, key=lambda r: -r["C"] if "C" in r else r["alpha_krr"])
     best, tried = top, 0
 
     def fit(gamma, reg):
@@ -707,7 +733,7 @@ def _refine(task, prep, seed, mode, budget, top, trials):
             best = trials[-1]
         return rec["error"]
 
-    reg0 = {k: top[k] for k in ("C", "alpha_krr") if k in top}
+    reg0 = reg_of(top)
     i0 = gammas.index(top["gamma"])
     for step in (1, -1):  # narrower kernels first
         i, last = i0 + step, top["error"]
@@ -718,7 +744,7 @@ def _refine(task, prep, seed, mode, budget, top, trials):
             last, i = err, i + step
         if best is not top:  # improved narrower: no need to look wider
             break
-    reg_best = {k: best[k] for k in ("C", "alpha_krr") if k in best}
+    reg_best = reg_of(best)
     for reg in regs:
         if reg != reg_best:
             fit(best["gamma"], reg)
@@ -740,19 +766,14 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     """
     if "nystrom" not in onlinekernel.available_feature_maps():
         return None
-    key = ("gamma", "C", "alpha_krr", "loss")
     same = [t for t in trials if "error" in t and t["max_blocks"] <= blocks[0]
-            and t.get("kernel", "gaussian") == "gaussian" and all(
-                t.get(k) == best.get(k) for k in key)]
+            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
     # twice a gaussian fit of the same setting and size (the landmarks' kernel and
-    # factor), grown from the largest one tried as _try_features grows it
-    prev = max(same, key=lambda t: t["max_blocks"])
-    ratio_ = blocks[0] / prev["max_blocks"]
-    pred = 2 * prev["time_s"] * (ratio_ ** 2 if prev["solver"] in ("cholesky", "newton-cg")
-                                 else ratio_)
+    # factor), grown from the largest one tried
+    pred = 2 * _grown(max(same, key=lambda t: t["max_blocks"]), blocks[0])
     if not budget.allows(pred):
         return f"nystrom not tried: predicted {pred:.0f} s, over the tuning budget left"
-    reg = {k: best[k] for k in ("C", "alpha_krr") if k in best}
+    reg = reg_of(best)
     params = ours_params(task, best["gamma"], reg, best["loss"], blocks[0], prep.n, seed,
                          kernel="nystrom")
     setting = {"gamma": best["gamma"], **reg, "loss": best["loss"], "max_blocks": blocks[0],
@@ -765,8 +786,7 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     # gaussian fit's growth, whichever is more (ijcnn1: 4,096 random features were
     # predicted at 130 s, over the cap; Nystrom's, not checked, then timed out)
     refit = max(rec["time_s"], pred) * n_full / prep.n
-    slack = 4 if rec["solver"] == "cholesky" else 1
-    if refit > cfg["refit_cap_s"] * slack:
+    if refit > _refit_limit(cfg, rec["solver"]):
         trials[-1]["refit_over_cap"] = True
         return (f"nystrom tried (validation {rec['error']:.4g}) but its refit is predicted "
                 f"at {refit:.0f} s, over the refit cap")
@@ -803,14 +823,13 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     converges), and when the tuned size stops unconverged the smaller models
     get a cap of their own and the largest converged one is the final model.
     """
-    reg = {k: setting[k] for k in ("C", "alpha_krr") if k in setting}
+    reg = reg_of(setting)
     kernel = setting.get("kernel", "gaussian")
     walk, blocks = block_counts(mode == "quick")
     top = setting["max_blocks"]
     # the curve's smaller models: the walk's count and each halving of the tuned one
     # down to it (kin40k: 1,024 Nystrom features 0.252, 4,096 0.131; nothing between)
-    sizes = sorted({b for b in (walk,) + blocks if b < top}
-                   | {top >> k for k in range(1, 6) if top >> k >= walk})
+    sizes = sorted({b for b in (walk,) + blocks if b < top} | halvings(top, walk))
 
     def params_of(blocks):
         return ours_params(task, setting["gamma"], reg, setting["loss"], blocks, full.n, seed,
@@ -1422,14 +1441,14 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"{'C' if 'C' in pbest else 'alpha_krr'}="
             f"{pbest.get('C', pbest.get('alpha_krr')):g}, {pbest['passes']} passes "
             f"(validation {fmt_err(task, pbest['error'])})")
-        reg = {k: pbest[k] for k in ("C", "alpha_krr") if k in pbest}
+        reg = reg_of(pbest)
         runs = {}
         # the tuned setting with the walk's feature count and each halving of 4,096
         # down to it (cheaper models that the pipeline's times may use, as ours'
         # smaller models count for ours), then the pipeline itself: RBFSampler(4096)
-        small_counts = sorted({tune_features(mode == "quick")} | {
-            PIPELINE["n_components"] >> k for k in range(1, 6)
-            if PIPELINE["n_components"] >> k >= tune_features(mode == "quick")})
+        walk_features = tune_features(mode == "quick")
+        small_counts = sorted({walk_features} | halvings(PIPELINE["n_components"],
+                                                         walk_features))
         for m in small_counts + [PIPELINE["n_components"]]:
             runs[m] = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
                                    pbest["passes"], args.seed,

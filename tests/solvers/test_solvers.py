@@ -167,9 +167,8 @@ def test_estimator_batch_fit_is_the_optimum():
     # one problem for the three solvers: the same bandwidth (gamma="auto"
     # scores its candidates with each solver's own small models)
     kw = dict(block_size=32, max_blocks=4, alpha=1e-5, gamma="scale", random_state=0)
-    reg = DSGRegressor(tol=1e-8, **kw).fit(X, y)
-    # 400 rows for 128 features: conjugate gradients rather than the normal equations
-    assert reg.solver_ == "newton-cg" and reg.n_random_features_ == 128
+    reg = DSGRegressor(solver="newton-cg", tol=1e-8, **kw).fit(X, y)
+    assert reg.n_random_features_ == 128
     exact = DSGRegressor(solver="cholesky", **kw).fit(X, y)
     lbfgs = DSGRegressor(solver="lbfgs", tol=1e-8, **kw).fit(X, y)
     np.testing.assert_allclose(reg.predict(X), lbfgs.predict(X), atol=1e-5)
@@ -255,11 +254,17 @@ def test_preconditioned_newton_is_reproducible_and_weighted():
 
 
 def test_auto_solves_quadratics_with_many_rows_by_conjugate_gradients():
-    from onlinekernel.solvers import PCG_ROWS_PER_FEATURE
-    M = 1024
+    from onlinekernel.solvers import (
+        PCG_FEATURES_PER_OUTPUT, PCG_MIN_FEATURES, PCG_ROWS_PER_FEATURE)
+    M = PCG_MIN_FEATURES
     squared = get_loss("squared")
-    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M, M, 1, 8, 1 << 32) == "newton-cg"
-    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M - 1, M, 1, 8, 1 << 32) == "cholesky"
+    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M, M, 1, 8, 1 << 34) == "newton-cg"
+    assert choose_solver(squared, PCG_ROWS_PER_FEATURE * M - 1, M, 1, 8, 1 << 34) == "cholesky"
+    # fewer features, or many output columns per feature: the normal equations
+    assert choose_solver(squared, 10 ** 5, M // 2, 1, 8, 1 << 34) == "cholesky"
+    K = M // PCG_FEATURES_PER_OUTPUT
+    assert choose_solver(squared, 10 ** 5, M, K, 8, 1 << 34) == "newton-cg"
+    assert choose_solver(squared, 10 ** 5, M, K + 1, 8, 1 << 34) == "cholesky"
     # the feature matrix over the cap: the normal equations, streamed
     assert choose_solver(squared, 10 ** 6, M, 1, 8, 1 << 30) == "cholesky"
 

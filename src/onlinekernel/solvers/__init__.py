@@ -10,7 +10,7 @@
   - ``"cholesky"``: losses of ``curvature="constant"`` (the squared loss);
     ``M^2`` memory, the features streamed;
   - ``"newton-cg"``: ``"smooth"`` losses (logistic, multinomial, squared
-    hinge, Huber), and quadratic ones with many rows per feature; ``n M``
+    hinge, Huber), and quadratic ones with many rows and features; ``n M``
     memory, or the features regenerated each pass; its conjugate gradients
     are preconditioned by a Cholesky factor of the Hessian on sampled rows
     (FALKON's preconditioner on random features);
@@ -72,6 +72,15 @@ BATCH_SOLVERS = {
 #: (measured: cadata 4 rows per feature 1.4x, protein 9 rows 1.6x, kin40k 8
 #: rows 2.5x faster; cpusmall at 1.6 rows 1.2x slower).
 PCG_ROWS_PER_FEATURE = 3
+#: ... and from this many features per output column: a product with the
+#: features costs ``n M`` per column and CG takes tens of them, the normal
+#: equations cost ``n M^2`` once for every column.  Below it the normal
+#: equations are faster (measured, single thread, rows >= 3 M: 256 to 1,024
+#: features 1.3-3.7x on cadata, kin40k, covtype_binary_sub20k, pendigits;
+#: at 2,048 features conjugate gradients 1.3x faster with 1 or 10 columns,
+#: 1.5x slower with letter's 26; at 4,096 1.3x faster with 26).
+PCG_MIN_FEATURES = 2048
+PCG_FEATURES_PER_OUTPUT = 128
 #: Every value of an estimator's ``solver`` parameter (``"wrks"`` is run by
 #: the weighted-kitchen-sinks estimators, which fix it).
 SOLVERS = ("auto", "sgd") + tuple(s for s in BATCH_SOLVERS if s != "wrks")
@@ -130,8 +139,9 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     """The solver ``solver="auto"`` runs: the fastest that converges and fits.
 
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
-    are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature and enough
-    for its preconditioner (:func:`solve_newton_cg`; one
+    are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature, at least
+    :data:`PCG_MIN_FEATURES` features and :data:`PCG_FEATURES_PER_OUTPUT`
+    per output column, and enough rows for its preconditioner (:func:`solve_newton_cg`; one
     conjugate-gradient solve, preconditioned by a sampled Cholesky factor:
     ``O(n M)`` per iteration against the ``O(n M^2)`` of forming the normal
     equations), else ``"cholesky"``; ``"smooth"`` -> ``"newton-cg"``;
@@ -148,6 +158,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     'cholesky'
     >>> choose_solver(get_loss("squared"), 100_000, 4096, 1, 8, 2 ** 32)
     'newton-cg'
+    >>> choose_solver(get_loss("squared"), 100_000, 1024, 1, 8, 2 ** 32)
+    'cholesky'
     >>> choose_solver(get_loss("logistic"), 10_000, 4096, 1, 8, 2 ** 30)
     'newton-cg'
     >>> choose_solver(get_loss("logistic"), 10 ** 6, 4096, 1, 8, 2 ** 30)
@@ -157,7 +169,9 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     """
     curvature = getattr(loss, "curvature", None)
     if curvature == "constant":
-        pcg = n >= PCG_ROWS_PER_FEATURE * M and _preconditioning_pays(n, M)
+        pcg = (n >= PCG_ROWS_PER_FEATURE * M and M >= max(PCG_MIN_FEATURES,
+                                                          PCG_FEATURES_PER_OUTPUT * K)
+               and _preconditioning_pays(n, M))
         order = ("newton-cg", "cholesky") if pcg else ("cholesky", "newton-cg")
     elif curvature == "smooth":
         order = ("newton-cg",)

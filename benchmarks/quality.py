@@ -47,9 +47,10 @@ timed region), four contenders are scored on the test set:
    ``RBFSampler(1024)`` as ours walks with 1,024 features, then retrained on
    the full training set with the best setting and 4,096 features, the test
    error read after every pass (scoring not timed): the curve.  The same
-   setting with 1,024 and 2,048 features is run too; their points count for
-   the pipeline's times (as ours' smaller models count for ours), not for
-   its final error.
+   setting with each halving of 4,096 features down to
+   ``CURVE_FLOOR_FEATURES`` is run too; their points count for the
+   pipeline's times (as ours' smaller models, down to the same floor, count
+   for ours), not for its final error.
 
 Tuning is capped by wall time, the same cap for ours and the pipeline
 (``tune_budget_s`` per data set per method), on the same rows: those the
@@ -166,6 +167,13 @@ TUNE_BLOCKS = 4                            # 1,024 features
 # whole budget and left 4,096 features and Nystrom untried)
 WALK_SHARE = 1 / 3
 BLOCKS = (16, 64)                          # 4,096 and 16,384 features
+# The curves' smallest models, ours and the pipeline's alike: each halving of
+# the largest size down to this many features.  A user after a given error
+# takes the cheapest model that reaches it; with 1,024 as the floor, energy's
+# 614 rows (ours: 256 Nystrom features 0.57 RMSE in 0.02 s, 1,024 in 0.05 s)
+# or pendigits' (512 random features 2.6 % in 0.09 s, 1,024 in 0.3 s) were
+# timed at sizes no one would choose for those errors.
+CURVE_FLOOR_FEATURES = 128
 # squared for classification: one-vs-rest regularised least squares, whose cost
 # does not grow with the number of classes (letter, 26 classes: 3.3 % in 8 s
 # against logistic's 3.7 % in 50 s, 4,096 features); cheapest first, the walk's order
@@ -438,9 +446,9 @@ def same_setting(a, b):
     return all(a.get(k) == b.get(k) for k in SETTING_KEYS)
 
 
-def halvings(top, floor):
-    """``top`` halved up to five times, down to ``floor`` (the curves' smaller models)."""
-    return {top >> k for k in range(1, 6) if top >> k >= floor}
+def halvings(top, floor=CURVE_FLOOR_FEATURES):
+    """Each halving of ``top`` features down to ``floor`` (the curves' smaller models)."""
+    return {top >> k for k in range(1, top.bit_length()) if top >> k >= floor}
 
 
 def block_counts(quick):
@@ -519,9 +527,10 @@ def run_capped(fn, cap_s):
 # --------------------------------------------------------------------------- #
 # ours
 # --------------------------------------------------------------------------- #
-def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian"):
+def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian",
+                block_size=BLOCK_SIZE):
     """Estimator parameters of one tuned setting on ``n`` rows (None: too big)."""
-    M = blocks * BLOCK_SIZE
+    M = blocks * block_size
     if n * M * 8 <= MEMORY_CAP:
         dtype = "float64"
     elif n * M * 4 <= MEMORY_CAP:
@@ -529,7 +538,7 @@ def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian"):
     else:
         return None
     params = {"loss": loss, "solver": OURS_SOLVER[loss], "gamma": float(gamma),
-              "alpha": alpha_of(reg, n), "max_blocks": blocks, "block_size": BLOCK_SIZE,
+              "alpha": alpha_of(reg, n), "max_blocks": blocks, "block_size": block_size,
               "dtype": dtype, "max_memory": MEMORY_CAP, "random_state": seed, "n_jobs": 1,
               "kernel": kernel}
     if task == "regression":
@@ -809,16 +818,17 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     the same setting with fewer features.
 
     The error-against-time curve of ours: the tuned feature count stopped
-    after increasing numbers of iterations (the iterative solvers), then the
-    same setting with the walk's feature count and each halving of the
-    tuned count down to it (fits to convergence, smallest first).  Each fit
-    starts from scratch and is timed on its own, so a point's time is what a
-    user who stops there pays.
-    The ladder stops when a fit converges (fewer iterations than allowed) or
-    when the next one is predicted to overrun what is left of ``refit_cap_s``;
-    a smaller model runs in what the cap has left.  The tuned size's last fit
-    is the final model, with two exceptions decided on training information
-    alone: a Nystrom model is refit with :data:`NYSTROM_REFIT_GROWTH` times
+    after increasing numbers of iterations (the iterative solvers' ladder,
+    :data:`LADDERS`), then the same setting with the walk's feature count and
+    each halving of the tuned count down to :data:`CURVE_FLOOR_FEATURES`,
+    smallest first, each up the same ladder (as the pipeline's error is read
+    after every pass of each of its sizes).  Each fit starts from scratch and
+    is timed on its own, so a point's time is what a user who stops there
+    pays.  A ladder stops when a fit converges (fewer iterations than
+    allowed) or when the next one is predicted to overrun what is left of
+    ``refit_cap_s``; the smaller models run in what the cap has left.  The
+    tuned size's last fit is the final model, with two exceptions decided on
+    training information alone: a Nystrom model is refit with :data:`NYSTROM_REFIT_GROWTH` times
     its centres when that is predicted within the cap (and kept when it
     converges), and when the tuned size stops unconverged the smaller models
     get a cap of their own and the largest converged one is the final model.
@@ -826,93 +836,111 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     reg = reg_of(setting)
     kernel = setting.get("kernel", "gaussian")
     walk, blocks = block_counts(mode == "quick")
-    top = setting["max_blocks"]
+    top = n_features(setting)
     # the curve's smaller models: the walk's count and each halving of the tuned one
-    # down to it (kin40k: 1,024 Nystrom features 0.252, 4,096 0.131; nothing between)
-    sizes = sorted({b for b in (walk,) + blocks if b < top} | halvings(top, walk))
+    # down to CURVE_FLOOR_FEATURES (kin40k: 1,024 Nystrom features 0.252, 4,096 0.131)
+    sizes = sorted({b * BLOCK_SIZE for b in (walk,) + blocks if b * BLOCK_SIZE < top}
+                   | halvings(top))
 
-    def params_of(blocks):
-        return ours_params(task, setting["gamma"], reg, setting["loss"], blocks, full.n, seed,
-                           kernel=kernel)
+    def params_of(m):
+        # whole blocks, or one block of fewer features below a block
+        b, size = (m // BLOCK_SIZE, BLOCK_SIZE) if m >= BLOCK_SIZE else (1, m)
+        return ours_params(task, setting["gamma"], reg, setting["loss"], b, full.n, seed,
+                           kernel=kernel, block_size=size)
 
-    params = params_of(setting["max_blocks"])
+    def point(rec, m, max_iter):
+        return dict(rec, max_blocks=max(m // BLOCK_SIZE, 1), n_features=m, max_iter=max_iter)
+
+    params = params_of(top)
     cap = cfg["refit_cap_s"]
-    spent, curve, notes = 0.0, [], []
     ladder = LADDERS.get(OURS_SOLVER[params["loss"]], (1000,))
-    for i, k in enumerate(ladder):
-        left = cap - spent
-        if curve:
-            last = curve[-1]
-            pred = last["time_s"] * k / last["max_iter"]
-            if pred > left:
-                notes.append(f"stopped before max_iter={k}: predicted {pred:.0f} s, "
-                             f"{left:.0f} s left of the {cap:.0f} s cap")
+
+    def climb(m, left):
+        """``m`` features up the ladder in ``left`` seconds: points, seconds spent, a note."""
+        pts, spent, p = [], 0.0, params_of(m)
+        if p is None:
+            return pts, spent, f"{m} features: over the {MEMORY_CAP / 2 ** 30:g} GiB memory cap"
+        for i, k in enumerate(ladder):
+            if pts:
+                pred = pts[-1]["time_s"] * k / pts[-1]["max_iter"]
+                if pred > left - spent:
+                    return pts, spent, (f"{m} features stopped before max_iter={k}: predicted "
+                                        f"{pred:.0f} s, {left - spent:.0f} s left of the "
+                                        f"{cap:.0f} s cap")
+            rec = capped_fit(full, task, dict(p, max_iter=k), left - spent)
+            if "failed" in rec:
+                spent = left if rec.get("timeout") else spent
+                return pts, spent, f"{m} features, max_iter={k}: {rec['failed']}"
+            spent += rec["time_s"]
+            pts.append(point(rec, m, k))
+            log(f"    refit {m} features, max_iter={k}: {fmt_err(task, rec['error'])} in "
+                f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
+            if _converged(rec) or i == len(ladder) - 1:
                 break
-        rec = capped_fit(full, task, dict(params, max_iter=k), left)
-        if "failed" in rec:
-            notes.append(f"max_iter={k}: {rec['failed']}")
-            spent += left if rec.get("timeout") else 0.0
-            break
-        spent += rec["time_s"]
-        curve.append(dict(rec, max_blocks=setting["max_blocks"], max_iter=k))
-        log(f"    refit max_iter={k}: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
-            f"({rec['n_iter']} iterations)")
-        if _converged(rec) or i == len(ladder) - 1:
-            break
+        return pts, spent, None
+
+    curve, notes = [], []
+    curve, spent, note = climb(top, cap)
+    notes += [note] if note else []
     final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None
-    # the smaller models: points of the curve in what the cap has left or, when the
+    # the smaller models, each up the same ladder (as the pipeline's error is read
+    # after every pass): points of the curve in what the cap has left or, when the
     # tuned size could not be refit (memory, cap) or stopped unconverged, the
     # fallback, with a cap of their own
     unconverged = final is not None and not final["converged"]
     fallback = final is None or unconverged
     left = cap if fallback else cap - spent
-    for b in sizes:
+    for m in sizes:
         if left <= 0:
-            notes.append(f"{b} blocks not run: the {cap:.0f} s cap is spent")
+            notes.append(f"{m} features not run: the {cap:.0f} s cap is spent")
             break
-        rec = capped_fit(full, task, params_of(b), left)
-        if "failed" in rec:
-            notes.append(f"{b} blocks: {rec['failed']}")
+        pts, used, note = climb(m, left)
+        curve += pts
+        left -= used
+        if note:  # a larger model would stop sooner
+            notes.append(note)
             break
-        left -= rec["time_s"]
-        curve.append(dict(rec, max_blocks=b, max_iter=rec["n_iter"]))
-        log(f"    refit {b} blocks: {fmt_err(task, rec['error'])} in {rec['time_s']:.1f} s "
-            f"({rec['n_iter']} iterations)")
     if kernel == "nystrom" and final is not None and final["converged"]:
         # more centres at the validated setting: closer to the exact machine the
         # tuning rows measured (with more centres than tuning rows, the tuning fit
         # cannot tell the counts apart); run when what the cap has left after the
         # smaller models (cheap points of the curve) allows it
-        more = NYSTROM_REFIT_GROWTH * setting["max_blocks"]
+        more = NYSTROM_REFIT_GROWTH * top
         pred = final["time_s"] * NYSTROM_REFIT_GROWTH ** 2
         if pred > left:
-            notes.append(f"nystrom {more} blocks not run: predicted {pred:.0f} s, {left:.0f} s "
-                         f"left of the {cap:.0f} s cap")
+            notes.append(f"nystrom {more} features not run: predicted {pred:.0f} s, "
+                         f"{left:.0f} s left of the {cap:.0f} s cap")
         elif (bigger := params_of(more)) is not None:
             rec = capped_fit(full, task, bigger, left)
             if "failed" in rec:
-                notes.append(f"nystrom {more} blocks: {rec['failed']}")
+                notes.append(f"nystrom {more} features: {rec['failed']}")
             else:
-                curve.append(dict(rec, max_blocks=more, max_iter=rec["n_iter"]))
-                log(f"    refit nystrom {more} blocks: {fmt_err(task, rec['error'])} in "
+                curve.append(point(rec, more, rec["n_iter"]))
+                log(f"    refit nystrom {more} features: {fmt_err(task, rec['error'])} in "
                     f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
                 if _converged(rec):
                     params, final = bigger, dict(curve[-1], converged=True)
-                    notes.append(f"with nystrom {more} blocks: the final model")
-    smaller = [c for c in curve if c["max_blocks"] < setting["max_blocks"] and _converged(c)]
+                    notes.append(f"with nystrom {more} features: the final model")
+    smaller = [c for c in curve if c["n_features"] < top and _converged(c)]
     if unconverged and smaller:
         # a converged smaller model rather than an unconverged larger one (fashion_mnist:
         # 4,096 features stopped at the cap after 4 Newton steps, 16.55 % test error)
-        params = params_of(smaller[-1]["max_blocks"])
-        final = dict(smaller[-1], converged=True)
-        notes.append(f"the tuned {setting['max_blocks']} blocks stopped unconverged: the final "
-                     f"model is the converged one with {final['max_blocks']} blocks")
+        largest = max(smaller, key=n_features)
+        params = params_of(largest["n_features"])
+        final = dict(largest, converged=True)
+        notes.append(f"the tuned {top} features stopped unconverged: the final model is the "
+                     f"converged one with {final['n_features']} features")
     elif final is None and curve:
-        params = params_of(curve[-1]["max_blocks"])
+        params = params_of(curve[-1]["n_features"])
         final = dict(curve[-1], converged=_converged(curve[-1]))
-        notes.append(f"the tuned {setting['max_blocks']} blocks could not be refit: the final "
-                     f"model has {curve[-1]['max_blocks']} blocks")
+        notes.append(f"the tuned {top} features could not be refit: the final model has "
+                     f"{curve[-1]['n_features']} features")
     return params, final, curve, "; ".join(notes) or None
+
+
+def n_features(point):
+    """Features of a setting or curve point (reports before the curve's floor: blocks)."""
+    return point.get("n_features") or point["max_blocks"] * BLOCK_SIZE
 
 
 def _converged(rec):
@@ -1007,7 +1035,8 @@ def checks(task, exact, ours_curve, default_pt, pipe_curve, ours_final=None,
     size's ``max_iter`` ladder) and ``ours_final`` the tuned model (None when
     its fit failed); ``pipe_curve`` is the pipeline's final run
     (its last pass is its final error) and ``pipe_small`` the same setting with
-    fewer features (the walk's count and the halvings of 4,096 down to it),
+    fewer features (the walk's count and the halvings of 4,096 down to
+    :data:`CURVE_FLOOR_FEATURES`),
     whose points also count for its times.
     """
     target = target_of(task, exact["test_error"])
@@ -1069,7 +1098,7 @@ def describe_setting(task, s, d):
     reg = f"C={s['C']:g}" if "C" in s else f"α_krr={s['alpha_krr']:g}"
     kind = "Nystrom" if s.get("kernel") == "nystrom" else "random"
     return (f"{s['loss']}, γ={s['gamma'] * d:g}/d, {reg}, "
-            f"{s['max_blocks'] * BLOCK_SIZE:,} {kind} feat.")
+            f"{n_features(s):,} {kind} feat.")
 
 
 def markdown(results):
@@ -1218,11 +1247,11 @@ def plot(results, path):
         if tu and tu.get("curve"):
             # the tuned size's max_iter ladder in ladder order (each point is its own
             # cold fit, so times need not grow); the same setting's smaller models
-            top = tu["setting"]["max_blocks"]
-            c = [p for p in tu["curve"] if p.get("max_blocks", top) == top]
+            top = n_features(tu["setting"])
+            c = [p for p in tu["curve"] if n_features(p) == top]
             ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "^-", ms=4, lw=1,
                     color="tab:blue", label="ours, tuned")
-            c = [p for p in tu["curve"] if p.get("max_blocks", top) != top]
+            c = [p for p in tu["curve"] if n_features(p) != top]
             if c:
                 ax.plot([p["time_s"] for p in c], [p["error"] for p in c], "v", ms=4,
                         color="tab:blue", alpha=0.6, label="ours, tuned, fewer features")
@@ -1417,8 +1446,9 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"(validation {fmt_err(task, best['error'])})")
         params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log,
                                                 mode)
-        if final is not None and final["max_blocks"] != setting["max_blocks"]:
+        if final is not None and final["n_features"] != n_features(setting):
             setting = dict(setting, max_blocks=final["max_blocks"],
+                           n_features=final["n_features"],
                            tuned_max_blocks=setting["max_blocks"])
         r["tuned"] = {"setting": setting, "params": params, "final": final,
                       "curve": curve, "refit_note": note, "tuning": tuning}
@@ -1447,8 +1477,7 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
         # down to it (cheaper models that the pipeline's times may use, as ours'
         # smaller models count for ours), then the pipeline itself: RBFSampler(4096)
         walk_features = tune_features(mode == "quick")
-        small_counts = sorted({walk_features} | halvings(PIPELINE["n_components"],
-                                                         walk_features))
+        small_counts = sorted({walk_features} | halvings(PIPELINE["n_components"]))
         for m in small_counts + [PIPELINE["n_components"]]:
             runs[m] = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
                                    pbest["passes"], args.seed,
@@ -1641,9 +1670,9 @@ def markdown_report(report, results, s, cfg, quick):
             f"and re-tunes gamma and the penalty at the larger representations; a Nystrom "
             f"model is refit with {NYSTROM_REFIT_GROWTH}x its centres where its refit cap "
             f"allows; the pipeline runs with {PIPELINE['n_components']:,} features (and, "
-            f"for its curve, {tune_features(quick):,} and each halving of "
-            f"{PIPELINE['n_components']:,} down to it, as ours' curve has the halvings of "
-            f"its tuned size); the pipeline's final run stops after "
+            f"for its curve, each halving of {PIPELINE['n_components']:,} down to "
+            f"{CURVE_FLOOR_FEATURES}, as ours' curve has the halvings of its tuned size "
+            f"down to {CURVE_FLOOR_FEATURES}); the pipeline's final run stops after "
             f"{cfg['pipeline_final_cap_s']:g} s of training; 16,384 features only where the "
             f"refit is predicted within {cfg['refit_cap_s']:g} s. Exact machines from "
             f"the cache (their fit times were measured in other runs, on at most "

@@ -49,20 +49,26 @@ def test_quick_run_writes_results_and_reuses_exact_cache(data_dir, tmp_path):
         # unconverged); the curve also holds the same setting with fewer features,
         # each a cold fit of its own
         setting, curve = r["tuned"]["setting"], r["tuned"]["curve"]
-        top, final = setting.get("tuned_max_blocks", setting["max_blocks"]), r["tuned"]["final"]
-        sizes = [c["max_blocks"] for c in curve]
+        top = setting.get("tuned_max_blocks", setting["max_blocks"]) * quality.BLOCK_SIZE
+        final = r["tuned"]["final"]
+        sizes = [c["n_features"] for c in curve]
         more = quality.NYSTROM_REFIT_GROWTH * top
-        assert sizes[0] == top and all(b < top or b == more for b in sizes[sizes.count(top):])
-        last_top = [c for c in curve if c["max_blocks"] == top][-1]
-        if final["max_blocks"] == top:
+        assert sizes[0] == top and all(m < top or m == more for m in sizes[sizes.count(top):])
+        # the smaller models reach down to the curves' floor
+        assert min(sizes) == quality.CURVE_FLOOR_FEATURES
+        last_top = [c for c in curve if c["n_features"] == top][-1]
+        if final["n_features"] == top:
             assert final["error"] == last_top["error"]
-        elif final["max_blocks"] == more:
+        elif final["n_features"] == more:
             assert setting.get("kernel") == "nystrom" and final["converged"]
         else:
-            assert final["max_blocks"] < top and final["converged"]
+            assert final["n_features"] < top and final["converged"]
             assert not quality._converged(last_top)
         times = [c["time_s"] for c in r["pipeline"]["curve"]]
         assert times == sorted(times) and times[0] > 0
+        # the pipeline's curve has the same floor
+        assert min(c["n_components"] for c in r["pipeline"]["curves_fewer_features"]) == \
+            quality.CURVE_FLOOR_FEATURES
         assert set(r["checks"]) >= {"tuned_within_tol_ok", "default_within_tol_ok",
                                     "vs_pipeline_ok", "vs_exact_ok"}
     assert wave["default"]["solver"] == "cholesky"
@@ -86,14 +92,18 @@ def test_time_to_a_level_is_read_off_a_curve():
     assert quality.time_to(curve, 1.0) is None
 
 
+def _features(params):
+    return params["max_blocks"] * params["block_size"]
+
+
 def test_refit_falls_back_to_a_smaller_model_when_the_tuned_size_fails(monkeypatch):
     calls = []
 
     def fit(prep, task, params, cap_s):
-        calls.append(params["max_blocks"])
-        if params["max_blocks"] == 64:
+        calls.append(_features(params))
+        if _features(params) == 16384:
             return {"failed": "over the 90 s cap", "timeout": True}
-        return {"time_s": 1.0, "error": 5.0 / params["max_blocks"], "solver": "cholesky",
+        return {"time_s": 1.0, "error": 5.0 / _features(params), "solver": "cholesky",
                 "n_iter": 1, "warnings": []}
 
     monkeypatch.setattr(quality, "capped_fit", fit)
@@ -102,10 +112,13 @@ def test_refit_falls_back_to_a_smaller_model_when_the_tuned_size_fails(monkeypat
         SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
         lambda msg: None)
     # the tuned 16,384 features time out; the smaller models (the walk's count and the
-    # halvings of the tuned one) get a cap of their own and the largest is the final model
-    assert calls == [64, 4, 8, 16, 32]
-    assert final["max_blocks"] == 32 and params["max_blocks"] == 32
-    assert [c["max_blocks"] for c in curve] == [4, 8, 16, 32]
+    # halvings of the tuned one down to the floor, the smallest in one block of fewer
+    # features) get a cap of their own and the largest is the final model
+    smaller = [128, 256, 512, 1024, 2048, 4096, 8192]
+    assert calls == [16384] + smaller
+    assert final["n_features"] == 8192 and params["max_blocks"] == 32
+    assert [c["n_features"] for c in curve] == smaller
+    assert [c["max_blocks"] for c in curve[:3]] == [1, 1, 2]
     assert "could not be refit" in note
 
 
@@ -113,10 +126,10 @@ def _fake_fits(monkeypatch, unconverged=()):
     calls = []
 
     def fit(prep, task, params, cap_s):
-        b = params["max_blocks"]
-        calls.append((b, params["kernel"]))
-        warn = ["ConvergenceWarning: max_iter reached"] if b in unconverged else []
-        return {"time_s": 1.0, "error": 5.0 / b, "solver": "newton-cg", "n_iter": 3,
+        m = _features(params)
+        calls.append((m, params["kernel"]))
+        warn = ["ConvergenceWarning: max_iter reached"] if m in unconverged else []
+        return {"time_s": 1.0, "error": 5.0 / m, "solver": "newton-cg", "n_iter": 3,
                 "warnings": warn}
 
     monkeypatch.setattr(quality, "capped_fit", fit)
@@ -124,13 +137,13 @@ def _fake_fits(monkeypatch, unconverged=()):
 
 
 def test_refit_keeps_a_converged_smaller_model_over_an_unconverged_tuned_one(monkeypatch):
-    calls = _fake_fits(monkeypatch, unconverged={16})
+    calls = _fake_fits(monkeypatch, unconverged={4096})
     setting = {"gamma": 0.1, "C": 1.0, "loss": "squared", "max_blocks": 16}
     params, final, curve, note = quality.refit_ours(
         SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
         lambda msg: None)
-    assert [b for b, _ in calls] == [16, 4, 8]
-    assert final["max_blocks"] == 8 and final["converged"] and params["max_blocks"] == 8
+    assert [m for m, _ in calls] == [4096, 128, 256, 512, 1024, 2048]
+    assert final["n_features"] == 2048 and final["converged"] and params["max_blocks"] == 8
     assert "stopped unconverged" in note
 
 
@@ -141,15 +154,15 @@ def test_refit_of_a_nystrom_model_grows_its_centres_when_the_cap_allows(monkeypa
     params, final, curve, note = quality.refit_ours(
         SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
         lambda msg: None)
-    grown = quality.NYSTROM_REFIT_GROWTH * 16
-    assert calls == [(16, "nystrom"), (4, "nystrom"), (8, "nystrom"), (grown, "nystrom")]
-    assert final["max_blocks"] == grown and params["max_blocks"] == grown
+    grown = quality.NYSTROM_REFIT_GROWTH * 4096
+    assert calls == [(m, "nystrom") for m in (4096, 128, 256, 512, 1024, 2048, grown)]
+    assert final["n_features"] == grown and _features(params) == grown
     # predicted over what the cap has left: not run, the tuned size stays
     calls.clear()
     params, final, curve, note = quality.refit_ours(
         SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 5.0},
         lambda msg: None)
-    assert (grown, "nystrom") not in calls and final["max_blocks"] == 16
+    assert (grown, "nystrom") not in calls and final["n_features"] == 4096
     assert "not run" in note
 
 
@@ -183,3 +196,25 @@ def test_refine_moves_gamma_while_validation_falls_then_tries_the_penalties(monk
     spent = quality.Budget(0.0)
     best, _ = quality._refine("classification", prep, 0, "full", spent, top, [])
     assert seen == [] and best is top
+
+
+def test_refit_climbs_the_ladder_at_every_size(monkeypatch):
+    calls = []
+
+    def fit(prep, task, params, cap_s):
+        # converges in 3 Newton steps at every size: max_iter 1 and 2 stop short
+        k = params.get("max_iter", 1000)
+        calls.append((_features(params), k))
+        warn = ["ConvergenceWarning: max_iter reached"] if k < 3 else []
+        return {"time_s": 0.1, "error": 1.0 / k, "solver": "newton-cg", "n_iter": min(k, 3),
+                "warnings": warn}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    setting = {"gamma": 0.1, "C": 1.0, "loss": "logistic", "max_blocks": 4}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    # the tuned 1,024 features, then each halving down to the floor: max_iter 1, 2, 4
+    assert calls == [(m, k) for m in (1024, 128, 256, 512) for k in (1, 2, 4)]
+    assert final["n_features"] == 1024 and final["max_iter"] == 4 and final["converged"]
+    assert note is None

@@ -218,3 +218,22 @@ def test_refit_climbs_the_ladder_at_every_size(monkeypatch):
     assert calls == [(m, k) for m in (1024, 128, 256, 512) for k in (1, 2, 4)]
     assert final["n_features"] == 1024 and final["max_iter"] == 4 and final["converged"]
     assert note is None
+
+
+def test_the_cap_stops_the_fit_not_the_scoring():
+    import time
+
+    def slow_scoring(fitted):
+        fitted()
+        time.sleep(1.0)  # scoring after the fit: not capped
+        return "scored"
+
+    def slow_fit(fitted):
+        time.sleep(5.0)
+        fitted()
+        return "scored"
+
+    assert quality.run_capped(slow_scoring, 0.3) == ("ok", "scored")
+    assert quality.run_capped(slow_fit, 0.3) == ("timeout", None)
+    status, message = quality.run_capped(lambda fitted: 1 / 0, 5.0)
+    assert status == "error" and "ZeroDivisionError" in message

@@ -72,14 +72,15 @@ BATCH_SOLVERS = {
 #: (measured: cadata 4 rows per feature 1.4x, protein 9 rows 1.6x, kin40k 8
 #: rows 2.5x faster; cpusmall at 1.6 rows 1.2x slower).
 PCG_ROWS_PER_FEATURE = 3
-#: ... and from this many features per output column: a product with the
-#: features costs ``n M`` per column and CG takes tens of them, the normal
-#: equations cost ``n M^2`` once for every column.  Below it the normal
-#: equations are faster (measured, single thread, rows >= 3 M: 256 to 1,024
-#: features 1.3-3.7x on cadata, kin40k, covtype_binary_sub20k, pendigits;
-#: at 2,048 features conjugate gradients 1.3x faster with 1 or 10 columns,
-#: 1.5x slower with letter's 26; at 4,096 1.3x faster with 26).
+#: ... and from this many features: a product with the features costs
+#: ``n M`` per output column and CG takes tens of them, the normal equations
+#: cost ``n M^2`` once for every column.  Below it the normal equations are
+#: faster (measured, single thread, rows >= 3 M: 256 to 1,024 features
+#: 1.3-3.7x on cadata, kin40k, covtype_binary_sub20k, pendigits; at 2,048
+#: features conjugate gradients 1.3x faster with 1 or 10 columns).
 PCG_MIN_FEATURES = 2048
+#: ... and from this many features per output column (letter's 26 columns:
+#: CG 1.5x slower at 2,048 features, 1.3x faster at 4,096).
 PCG_FEATURES_PER_OUTPUT = 128
 #: Every value of an estimator's ``solver`` parameter (``"wrks"`` is run by
 #: the weighted-kitchen-sinks estimators, which fix it).

@@ -821,7 +821,7 @@ LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1
            "lbfgs": (4, 16, 64, 256, 1000), "cholesky": (1000,)}
 
 
-def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
+def refit_ours(full, task, setting, seed, cfg, log):
     """Refit the best setting on the full training set at increasing ``max_iter``, then
     the same setting with fewer features.
 
@@ -844,21 +844,19 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
     """
     reg = reg_of(setting)
     kernel = setting.get("kernel", "gaussian")
-    walk, blocks = block_counts(mode == "quick")
     top = n_features(setting)
-    # the curve's smaller models: the walk's count and each halving of the tuned one
-    # down to CURVE_FLOOR_FEATURES (kin40k: 1,024 Nystrom features 0.252, 4,096 0.131)
-    sizes = sorted({b * BLOCK_SIZE for b in (walk,) + blocks if b * BLOCK_SIZE < top}
-                   | halvings(top))
+    # the curve's smaller models: each halving of the tuned count down to
+    # CURVE_FLOOR_FEATURES, the walk's count among them (every size is a power of
+    # two); kin40k: 1,024 Nystrom features 0.252, 4,096 0.131
+    sizes = sorted(halvings(top))
 
     def params_of(m):
-        # whole blocks, or one block of fewer features below a block
-        b, size = (m // BLOCK_SIZE, BLOCK_SIZE) if m >= BLOCK_SIZE else (1, m)
+        b, size = blocks_of(m)
         return ours_params(task, setting["gamma"], reg, setting["loss"], b, full.n, seed,
                            kernel=kernel, block_size=size)
 
     def point(rec, m, max_iter):
-        return dict(rec, max_blocks=max(m // BLOCK_SIZE, 1), n_features=m, max_iter=max_iter)
+        return dict(rec, max_blocks=blocks_of(m)[0], n_features=m, max_iter=max_iter)
 
     params = params_of(top)
     cap = cfg["refit_cap_s"]
@@ -944,6 +942,11 @@ def refit_ours(full, task, setting, seed, cfg, log, mode="full"):
         notes.append(f"the tuned {top} features could not be refit: the final model has "
                      f"{curve[-1]['n_features']} features")
     return params, final, curve, "; ".join(notes) or None
+
+
+def blocks_of(m):
+    """``(max_blocks, block_size)`` of ``m`` features: whole blocks, or one smaller block."""
+    return (m // BLOCK_SIZE, BLOCK_SIZE) if m >= BLOCK_SIZE else (1, m)
 
 
 def n_features(point):
@@ -1043,7 +1046,7 @@ def checks(task, exact, ours_curve, default_pt, pipe_curve, ours_final=None,
     size's ``max_iter`` ladder) and ``ours_final`` the tuned model (None when
     its fit failed); ``pipe_curve`` is the pipeline's final run
     (its last pass is its final error) and ``pipe_small`` the same setting with
-    fewer features (the walk's count and the halvings of 4,096 down to
+    fewer features (the halvings of 4,096 down to
     :data:`CURVE_FLOOR_FEATURES`),
     whose points also count for its times.
     """
@@ -1453,8 +1456,7 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
                    if k in best}
         log(f"  ours tuned: best {describe_setting(task, setting, full.d)} "
             f"(validation {fmt_err(task, best['error'])})")
-        params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log,
-                                                mode)
+        params, final, curve, note = refit_ours(full, task, setting, args.seed, cfg, log)
         if final is not None and final["n_features"] != n_features(setting):
             setting = dict(setting, max_blocks=final["max_blocks"],
                            n_features=final["n_features"],
@@ -1482,11 +1484,11 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
             f"(validation {fmt_err(task, pbest['error'])})")
         reg = reg_of(pbest)
         runs = {}
-        # the tuned setting with the walk's feature count and each halving of 4,096
-        # down to it (cheaper models that the pipeline's times may use, as ours'
-        # smaller models count for ours), then the pipeline itself: RBFSampler(4096)
-        walk_features = tune_features(mode == "quick")
-        small_counts = sorted({walk_features} | halvings(PIPELINE["n_components"]))
+        # the tuned setting with each halving of 4,096 features down to the curves'
+        # floor, the walk's count among them (cheaper models that the pipeline's
+        # times may use, as ours' smaller models count for ours), then the pipeline
+        # itself: RBFSampler(4096)
+        small_counts = sorted(halvings(PIPELINE["n_components"]))
         for m in small_counts + [PIPELINE["n_components"]]:
             runs[m] = run_pipeline(full, pbest["gamma"], alpha_of(reg, full.n), pbest["loss"],
                                    pbest["passes"], args.seed,

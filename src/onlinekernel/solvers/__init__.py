@@ -142,8 +142,9 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
     are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature, at least
     :data:`PCG_MIN_FEATURES` features and :data:`PCG_FEATURES_PER_OUTPUT`
-    per output column, and enough rows for its preconditioner (:func:`solve_newton_cg`; one
-    conjugate-gradient solve, preconditioned by a sampled Cholesky factor:
+    per output column, and enough rows for its preconditioner
+    (:func:`solve_newton_cg`; one conjugate-gradient solve, preconditioned
+    by a sampled Cholesky factor:
     ``O(n M)`` per iteration against the ``O(n M^2)`` of forming the normal
     equations), else ``"cholesky"``; ``"smooth"`` -> ``"newton-cg"``;
     ``"piecewise_linear"`` -> ``"dual-cd"`` (when the loss has
@@ -170,9 +171,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     """
     curvature = getattr(loss, "curvature", None)
     if curvature == "constant":
-        pcg = (n >= PCG_ROWS_PER_FEATURE * M and M >= max(PCG_MIN_FEATURES,
-                                                          PCG_FEATURES_PER_OUTPUT * K)
-               and _preconditioning_pays(n, M))
+        many_rows = n >= PCG_ROWS_PER_FEATURE * M and _preconditioning_pays(n, M)
+        pcg = many_rows and M >= max(PCG_MIN_FEATURES, PCG_FEATURES_PER_OUTPUT * K)
         order = ("newton-cg", "cholesky") if pcg else ("cholesky", "newton-cg")
     elif curvature == "smooth":
         order = ("newton-cg",)

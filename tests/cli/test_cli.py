@@ -277,6 +277,20 @@ def test_kernel_params_and_estimator_options_reach_the_model(tmp_path, capsys):
     assert model.feature_map_.get_params()["pairs"] is True
 
 
+def test_a_growing_model_under_a_byte_cap(tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    # 32 features a block, one output, float64: 512 bytes a block; 5 blocks
+    code, out, err = _run(["train", data, "--max-blocks", "none", "--max-model-bytes", 2600,
+                           "--quiet", "--epochs", 1, "-o", tmp_path / "m.okm"]
+                          + SMALL[:2] + SMALL[4:], capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    assert model.get_params()["max_model_bytes"] == 2600 and model.n_blocks_ == 5
+    code, out, err = _run(["train", data, "--max-model-bytes", "0"], capsys)
+    assert code == 2 and "argument --max-model-bytes: expected a positive integer" in err
+
+
 def test_csv_variants_header_detection_target_and_gzip(tmp_path, capsys):
     X, y = _three(n=400)
     # target first, by name, no trailing target column; gzipped; semicolons

@@ -24,7 +24,8 @@ from onlinekernel.io.readers import (
 # training; beyond it they are scored by one more pass over the file.
 _HOLDOUT_BYTES = 64 * 2 ** 20
 
-_HYPER = ("kernel", "gamma", "alpha", "batch_size", "block_size", "learning_rate", "eta0", "t0")
+_HYPER = ("kernel", "gamma", "alpha", "batch_size", "block_size", "max_model_bytes",
+          "learning_rate", "eta0", "t0")
 
 
 def _build_model(args):
@@ -500,6 +501,9 @@ def add_parser(subparsers):
     m.add_argument("--max-blocks", type=options.max_blocks, default=argparse.SUPPRESS,
                    metavar="N",
                    help="feature budget in blocks ('none': unbounded)")
+    m.add_argument("--max-model-bytes", type=options.positive_int, metavar="BYTES",
+                   help="cap on the learned state in bytes: with --max-blocks none the model "
+                        "grows with the rows up to it")
     m.add_argument("--learning-rate", choices=tuple(SCHEDULES), help="step schedule")
     m.add_argument("--eta0", type=float, help="initial step")
     m.add_argument("--t0", type=float, help="time scale of the step decay, in steps")

@@ -525,6 +525,7 @@ class BaseDSG(BaseEstimator):
         "block_size": Int(1, high=MAX_BLOCK_SIZE),
         "max_blocks": Int(1, none=True),
         "n_components": Int(1, none=True),
+        "max_model_bytes": Int(1, none=True),
         "eta0": Real(0.0, strict=True),
         "t0": Real(0.0, strict=True),
         "eta_min": Real(0.0),
@@ -712,7 +713,7 @@ class BaseDSG(BaseEstimator):
         if pre == "eigenpro" and not (settings["max_blocks"] is not None and reuse == "all"
                                       and tuple(sched) == (1, 0) and not projection):
             raise ValueError("precondition='eigenpro' needs a finite max_blocks (or "
-                             "n_components), reuse='all', reuse_schedule=(1, 0) and "
+                             "n_components, or max_model_bytes), reuse='all', reuse_schedule=(1, 0) and "
                              "projection=False: it steps on the full, fixed set of features")
         if ridge and reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
@@ -727,21 +728,46 @@ class BaseDSG(BaseEstimator):
                              "batches no larger than block_size; reuse modes, reuse_schedule "
                              "and projection need dtype='float64'")
 
-    def _budget_blocks(self):
-        """The feature budget in blocks (None: unbounded).
+    def _budget_blocks(self, n_outputs=1):
+        """The feature budget in blocks (None: unbounded) of a model of ``n_outputs`` columns.
 
         ``n_components`` rounded up to whole blocks of ``block_size`` when
-        given (it then takes the place of ``max_blocks``), else ``max_blocks``.
+        given (it then takes the place of ``max_blocks``), else ``max_blocks``;
+        and at most the blocks whose coefficients fit in ``max_model_bytes``
+        (see ``_block_bytes``), the memory cap of a growing model.
         """
-        if self.n_components is None:
-            return self.max_blocks
-        return -(-self.n_components // self.block_size)
+        blocks = (self.max_blocks if self.n_components is None
+                  else -(-self.n_components // self.block_size))
+        cap = getattr(self, "max_model_bytes", None)
+        if cap is None:
+            return blocks
+        per_block = self._block_bytes(n_outputs)
+        if cap < per_block:
+            raise ValueError(f"max_model_bytes={cap} holds no block: one block of "
+                             f"block_size={self.block_size} features takes {per_block} bytes "
+                             f"for {n_outputs} output{'s' if n_outputs > 1 else ''} in "
+                             f"{self._model_dtype().name}")
+        return cap // per_block if blocks is None else min(blocks, cap // per_block)
 
-    def _budget_text(self):
-        """The parameter that sets the budget, for messages."""
-        if self.n_components is None:
+    def _block_bytes(self, n_outputs):
+        """Bytes of the learned state one block adds to a model of ``n_outputs`` columns.
+
+        Its coefficients and their running average (``average``), which
+        the model holds both of; the block's random parameters are kept in
+        the block cache, which ``cache_bytes`` bounds.
+        """
+        return 2 * self.block_size * n_outputs * self._model_dtype().itemsize
+
+    def _budget_text(self, n_outputs=1):
+        """The parameters that set the budget (of a model of ``n_outputs`` columns), for messages."""
+        cap = getattr(self, "max_model_bytes", None)
+        if self.n_components is None and cap is None:
             return f"max_blocks={self.max_blocks}"
-        return (f"n_components={self.n_components} ({self._budget_blocks()} blocks of "
+        text = (f"max_blocks={self.max_blocks}" if self.n_components is None else
+                f"n_components={self.n_components}")
+        if cap is not None:
+            text += f", max_model_bytes={cap}"
+        return (f"{text} ({self._budget_blocks(n_outputs)} blocks of "
                 f"block_size={self.block_size})")
 
     def _ridge(self, settings):
@@ -768,7 +794,12 @@ class BaseDSG(BaseEstimator):
         It depends on the checked parameters alone: ``checked``, what this
         call's ``_check_params`` returned, else theirs now.
         """
-        return self._check_params() if checked is None else checked
+        config = self._check_params() if checked is None else checked
+        if getattr(self, "max_model_bytes", None) is not None and state["_n_outputs"] > 1:
+            # the byte cap's blocks depend on the model's outputs, which the
+            # parameters alone (and so the memoised configuration) do not know
+            config = config._replace(max_blocks=self._budget_blocks(state["_n_outputs"]))
+        return config
 
     def _build_train_config(self):
         """The :class:`TrainConfig` of the parameters, from the settings (checked first)."""
@@ -963,11 +994,11 @@ class BaseDSG(BaseEstimator):
         if getattr(fmap, "needs_fit", False):
             # a map fitted on data (Nystrom's landmarks): once, for the whole
             # budget, so that every block the model will have is defined now
-            blocks = self._budget_blocks()
+            blocks = self._budget_blocks(n_outputs)
             if blocks is None:
                 raise ValueError(f"kernel {_map_name(fmap)!r} chooses its features from the "
                                  f"training rows and needs a finite feature budget: set "
-                                 f"max_blocks or n_components")
+                                 f"max_blocks, n_components or max_model_bytes")
             fmap.fit(X, seed, blocks)
         dt = self._model_dtype()
         state = {
@@ -982,7 +1013,7 @@ class BaseDSG(BaseEstimator):
             "_blocks": BlockSource(fmap, seed, self.cache_bytes, dtype=dt),
             "_built_from": self._build_params(),
         }
-        max_blocks = self._budget_blocks()
+        max_blocks = self._budget_blocks(n_outputs)
         if isinstance(max_blocks, numbers.Integral):
             _check_cache(state["_blocks"], max_blocks, self.cache_bytes)
         return state
@@ -1053,8 +1084,8 @@ class BaseDSG(BaseEstimator):
         budget = config.max_blocks
         if budget is not None and state["n_blocks_"] > budget:
             raise ValueError(f"the model has {state['n_blocks_']} blocks, more than "
-                             f"{self._budget_text()}: the budget cannot shrink below "
-                             f"the blocks a model already has")
+                             f"{self._budget_text(state['_n_outputs'])}: the budget cannot "
+                             f"shrink below the blocks a model already has")
 
     def _penalty(self, state):
         """The penalty of the coefficients for the steps on ``state`` (``alpha``).
@@ -1346,7 +1377,7 @@ class BaseDSG(BaseEstimator):
         if self.solver == "sgd":
             return "sgd"
         loss = self._train_loss(state)
-        budget = self._budget_blocks()
+        budget = self._budget_blocks(n_outputs)
         batchable = (budget is not None
                      and getattr(loss, "intercept_rule", "constant_feature") == "constant_feature")
         if self.solver == "auto" and not batchable:
@@ -1358,9 +1389,9 @@ class BaseDSG(BaseEstimator):
         name = _loss_name(loss)
         if not batchable:
             raise ValueError(f"solver={self.solver!r} needs a finite max_blocks (or "
-                             f"n_components) and a loss whose intercept is a constant "
-                             f"feature; {name} with {self._budget_text()} trains only with "
-                             f"solver='sgd'")
+                             f"n_components, or max_model_bytes) and a loss whose intercept "
+                             f"is a constant feature; {name} with "
+                             f"{self._budget_text(n_outputs)} trains only with solver='sgd'")
         curvatures = BATCH_SOLVERS[self.solver][1]
         if getattr(loss, "curvature", None) not in curvatures:
             raise ValueError(f"solver={self.solver!r} converges for losses of curvature "
@@ -1380,9 +1411,8 @@ class BaseDSG(BaseEstimator):
 
     def _fit_batch(self, state, solver, X, Y, sw):
         """Minimise the regularised risk on the full budget of features to ``tol``."""
-        fmap = state["feature_map_"]
-        nb = self._budget_blocks()
-        M, K = nb * fmap.n_components, state["_n_outputs"]
+        fmap, K = state["feature_map_"], state["_n_outputs"]
+        M = self._budget_blocks(K) * fmap.n_components
         itemsize = self._model_dtype().itemsize
         room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
                                   if solver == "cholesky" else 0)
@@ -1407,7 +1437,8 @@ class BaseDSG(BaseEstimator):
     def _operator(self, state, solver, X, room, n_blocks=None):
         """The :class:`FeatureOperator` of the full feature budget (or ``n_blocks``) on ``X``."""
         return FeatureOperator(state["feature_map_"], state["seed_"],
-                               self._budget_blocks() if n_blocks is None else n_blocks, X,
+                               self._budget_blocks(state["_n_outputs"]) if n_blocks is None
+                               else n_blocks, X,
                                max_bytes=room, n_jobs=check_n_jobs(self.n_jobs),
                                dtype=feature_dtype(solver, X.dtype, self.tol))
 
@@ -1454,7 +1485,7 @@ class BaseDSG(BaseEstimator):
                 val = val[content_split(X[val], seed + 2,
                                         _GAMMA_PATH_VALIDATION / val.size)[1]]
             splits.append(tuple((X[i], Y[i], sw[i]) for i in (train, val)))
-        blocks = min(_GAMMA_PATH_BLOCKS, self._budget_blocks())
+        blocks = min(_GAMMA_PATH_BLOCKS, self._budget_blocks(state["_n_outputs"]))
         alphas = None if self._alpha_is_auto() else (self._penalty(state),)
         scores = {}
         for mult in _GAMMA_PATH:

@@ -153,6 +153,20 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         ``None``: the budget is ``max_blocks * block_size``.
         ``n_random_features_`` reaches it once the budget is full (a batch
         solver's ``fit`` uses all of it).
+    max_model_bytes : int or None, default=None
+        A cap on the model's memory in bytes, for a model that grows with
+        the data (``max_blocks=None``: Dai et al.'s unbounded DSG, one new
+        block per step): the budget becomes the most blocks whose learned
+        state fits, ``max_model_bytes // (2 * block_size * n_outputs *
+        itemsize)`` (the coefficients and their running average, 4 KiB per
+        block of 256 features for one output in float64); with
+        ``max_blocks`` or ``n_components`` also given, the smaller budget
+        wins.  At the cap the model stops growing and keeps learning as
+        ``reuse`` says: by default every step moves all of its blocks, so
+        the time per row stops growing; ``reuse="none"`` replaces the
+        oldest block instead (a model of the most recent steps).  The
+        blocks' random parameters live in the block cache, bounded by
+        ``cache_bytes``.  ``None``: no byte cap.
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
         Step schedule: ``eta0 / (1 + (t-1)/t0)``, ``eta0 / sqrt(1 + (t-1)/t0)``,
         ``eta0`` or ``1 / (alpha t)``.
@@ -445,7 +459,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def __init__(self, loss="logistic", kernel="gaussian", *, gamma="scale", degree=3,
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
                  alpha=1e-6, fit_intercept=True, batch_size=32, block_size=256, max_blocks=16,
-                 n_components=None, learning_rate="inverse", eta0=64.0, t0=100.0,
+                 n_components=None,
+                 max_model_bytes=None, learning_rate="inverse", eta0=64.0, t0=100.0,
                  eta_min=0.0, forgetting=0.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,

@@ -163,6 +163,9 @@ class DSGDensityRatio(BaseDSG):
         ``block_size``: ``ceil(N / block_size)`` blocks replace
         ``max_blocks``; ``None``: ``max_blocks * block_size`` (see
         :class:`DSGClassifier`).
+    max_model_bytes : int or None, default=None
+        The budget as a cap in bytes on the learned state, for a growing
+        model (``max_blocks=None``; see :class:`DSGClassifier`).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="invsqrt"
         Step schedule (see :class:`DSGClassifier`).
     eta0 : float, default=1.0
@@ -276,7 +279,8 @@ class DSGDensityRatio(BaseDSG):
 
     def __init__(self, kernel="gaussian", *, gamma="median", degree=3, coef0=0.0,
                  kernel_params=None, alpha=1e-5, fit_intercept=True, batch_size=64,
-                 block_size=256, max_blocks=16, n_components=None, learning_rate="invsqrt",
+                 block_size=256, max_blocks=16, n_components=None,
+                 max_model_bytes=None, learning_rate="invsqrt",
                  eta0=1.0, t0=100.0,
                  max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
                  validation_fraction=0.1, shuffle=True, average=True, random_state=None,

@@ -113,7 +113,7 @@ class _FixedFeatureSGD(BaseDSG):
     def _validate_penalty(self):
         """No penalty to check: regularisation is implicit."""
 
-    def _budget_blocks(self):
+    def _budget_blocks(self, n_outputs=1):
         # no max_blocks parameter: the budget is the model's own size,
         # resolved per model (see _new_state and _train_config)
         return self.__dict__.get("max_blocks")

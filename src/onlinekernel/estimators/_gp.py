@@ -333,10 +333,10 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
                              f"{self._budget_text()}: the variance features are the "
                              f"first blocks of the mean's")
 
-    def _budget_blocks(self):
+    def _budget_blocks(self, n_outputs=1):
         # n_components is rounded up to the blocks the model needs: whole
         # blocks, and at least the variance's (validated before this is read)
-        budget = super()._budget_blocks()
+        budget = super()._budget_blocks(n_outputs)
         if self.n_components is None:
             return budget
         return max(budget, self.variance_blocks)

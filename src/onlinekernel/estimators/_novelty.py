@@ -101,6 +101,9 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         ``SGDOneClassSVM``) takes it, rounded up to whole blocks of
         ``block_size``: ``ceil(N / block_size)`` blocks replace
         ``max_blocks``; ``None``: ``max_blocks * block_size``.
+    max_model_bytes : int or None, default=None
+        The budget as a cap in bytes on the learned state, for a growing
+        model (``max_blocks=None``; see :class:`onlinekernel.DSGClassifier`).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
         Step schedule (see :class:`onlinekernel.DSGClassifier`).  The
         offset moves by at most ``step * max(nu, 1 - nu)`` per step, so
@@ -179,7 +182,8 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
 
     def __init__(self, nu=0.1, kernel="gaussian", *, gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, batch_size=32, block_size=256, max_blocks=16,
-                 n_components=None, learning_rate="inverse", eta0=0.2, t0=20.0,
+                 n_components=None,
+                 max_model_bytes=None, learning_rate="inverse", eta0=0.2, t0=20.0,
                  max_iter=1000, tol=1e-4,
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1, shuffle=True,
                  average=False, random_state=None, warm_start=False,

@@ -65,6 +65,9 @@ class DSGQuantileRegressor(BaseDSG):
         ``block_size``: ``ceil(N / block_size)`` blocks replace
         ``max_blocks``; ``None``: ``max_blocks * block_size`` (see
         :class:`onlinekernel.DSGClassifier`).
+    max_model_bytes : int or None, default=None
+        The budget as a cap in bytes on the learned state, for a growing
+        model (``max_blocks=None``; see :class:`onlinekernel.DSGClassifier`).
     learning_rate : {"inverse", "invsqrt", "constant", "pegasos"}, default="inverse"
     eta0 : float, default=2.0
     t0 : float, default=50.0
@@ -120,6 +123,7 @@ class DSGQuantileRegressor(BaseDSG):
     def __init__(self, quantiles=(0.1, 0.5, 0.9), kernel="gaussian", *, gamma="scale",
                  degree=3, coef0=0.0, kernel_params=None, alpha=1e-3, fit_intercept=True,
                  batch_size=64, block_size=256, max_blocks=16, n_components=None,
+                 max_model_bytes=None,
                  learning_rate="inverse",
                  eta0=2.0, t0=50.0, solver="auto", max_iter=1000, tol=1e-4,
                  n_iter_no_change=5, early_stopping=False, validation_fraction=0.1,

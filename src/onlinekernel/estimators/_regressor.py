@@ -92,6 +92,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                  coef0=0.0, kernel_params=None, loss_params=None, input_scaling=None,
                  alpha="auto", fit_intercept=True,
                  batch_size=64, block_size=256, max_blocks=16, n_components=None,
+                 max_model_bytes=None,
                  learning_rate="constant", eta0=1.0, t0=100.0, eta_min=0.0, forgetting=0.0,
                  solver="auto", max_iter=1000, tol=1e-4, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, max_memory=2 ** 32,

@@ -424,7 +424,7 @@ def fit(est, X, y, sample_weight=None):
                              f"{', '.join(DISTRIBUTED_SOLVERS)} (set solver), or call partial_fit")
         from onlinekernel.losses.base import as_cy_loss
         from onlinekernel.solvers import feature_dtype, solver_memory
-        nb = est._budget_blocks()
+        nb = est._budget_blocks(K)
         fmap = state["feature_map_"]
         M = nb * fmap.n_components
         room = est.max_memory - (solver_memory(solver, rows, M, K, dt.itemsize)

@@ -119,6 +119,29 @@ def test_pickle_and_model_file_round_trips_are_exact(tmp_path):
         assert np.array_equal(loaded.predict(X), model.predict(X))
 
 
+def test_predictions_go_through_the_linear_factor(monkeypatch):
+    # B (T coef): m kernel values and one product a row, where forming the
+    # blocks' features B T costs O(M^2) a row; the blocks are never formed
+    from onlinekernel.estimators import _base
+    X, y = _data()
+    for model in (DSGRegressor(**SMALL).fit(X, y),
+                  DSGClassifier(dtype="float32", **SMALL).fit(X, y > 0)):
+        fmap = model.feature_map_
+        Xm = X.astype(model._coef.dtype).astype(np.float64)  # the inputs in the model's dtype
+        Phi = np.hstack([fmap.transform_block(model.seed_, j, Xm)
+                         for j in range(model.n_blocks_)])
+        expected = model.intercept_ + model._scale * Phi @ model._coef.astype(np.float64)
+        monkeypatch.setattr(_base, "predict_raw", None)  # not called: it would fail
+        out = _base.model_outputs(model.__dict__, X)
+        monkeypatch.undo()
+        np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+        # in row tiles: the same rows whatever the tile
+        monkeypatch.setattr(_base, "_FACTOR_TILE_BYTES", 8 * 64 * 7)
+        tiled = _base.model_outputs(model.__dict__, X)
+        monkeypatch.undo()
+        np.testing.assert_allclose(tiled, out, rtol=1e-12, atol=1e-12)
+
+
 def test_random_feature_models_stay_format_version_2(tmp_path):
     X, y = _data()
     model = DSGRegressor(kernel="gaussian", n_components=64, block_size=32).fit(X, y)

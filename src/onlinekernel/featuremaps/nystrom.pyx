@@ -43,7 +43,12 @@ class _Whitening:
     dtype = np.dtype(np.float64)
 
     def __init__(self, fmap, C, L, scale, M):
-        self.fmap, self.C, self.L, self.scale, self.M = fmap, C, L, scale, M
+        # L in one memory order whatever its origin (a fit's Cholesky factor is
+        # Fortran-ordered, a loaded model's C-ordered): LAPACK's triangular
+        # solves round differently by order, and a pickled model must give
+        # the same coefficients and predictions as the one it was pickled from
+        self.fmap, self.C, self.scale, self.M = fmap, C, scale, M
+        self.L = np.asfortranarray(L)
         self.width = C.shape[0]
 
     def base(self, X, dtype):

@@ -1,0 +1,43 @@
+"""Smoke test of benchmarks/scale.py on a tiny synthetic covtype_binary (under a minute)."""
+import numpy as np
+import pytest
+from benchmarks import scale
+from conftest import run_quick
+
+
+def test_quick_run_writes_curves_targets_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2400, 6)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) > 0).astype(np.int64)
+    np.savez_compressed(tmp_path / "covtype_binary.npz", X_train=X[:2000], y_train=y[:2000],
+                        X_test=X[2000:], y_test=y[2000:])
+    report, saved = run_quick(scale, tmp_path, "--datasets", "covtype_binary", "--chunk-rows",
+                              "250", "--tune-rows", "500", "--val-rows", "250",
+                              "--growth-blocks", "20", "--no-dask")
+    res = saved["results"][0]
+    assert set(res["streams"]) == {"ours", "ours growth", "pipeline", "linear"}
+    for key, entry in res["streams"].items():
+        assert entry["status"] == "ok", entry["error"]
+        curve = entry["curve"]
+        assert [c["rows_seen"] for c in curve] == list(range(250, 2001, 250))
+        assert all(a["time_s"] <= b["time_s"] for a, b in zip(curve, curve[1:]))
+        assert "test_error" in curve[-1] and 0.0 <= curve[-1]["progressive_error"] <= 1.0
+        assert entry["peak_rss_bytes"] > 0
+    # the growing model stops at its cap: 20 blocks of 2 x 256 x 4 bytes (40 KiB)
+    growth = res["streams"]["ours growth"]["curve"]
+    assert growth[-1]["n_blocks"] == 20 and res["streams"]["ours"]["curve"][-1]["n_blocks"] == 16
+    assert len(res["tuning"]) == (len(scale.GAMMA_FACTORS) * (1 + 12) + 6)
+    batch = res["batch"]["ours"]
+    assert batch["status"] == "ok" and 0.0 <= batch["result"]["test_error"] <= 1.0
+    names = {t["target"].split("[")[0] for t in res["targets"]}
+    assert {"peak_rss_bytes", "one_pass_error", "one_pass_time_ratio_to_pipeline",
+            "growth_error_falls", "flat_time_per_row_after_the_cap",
+            "error_within_600_s"} <= names
+    assert (tmp_path / "out" / "scale_quick.md").read_text().startswith("# Scale benchmark")
+    assert (tmp_path / "out" / "scale_quick.png").stat().st_size > 0
+
+
+def test_a_contender_that_fails_is_reported_and_the_run_goes_on(tmp_path):
+    status, result, peak = scale.in_process("stream", "absent", {}, tmp_path, True)
+    assert status == "error" and "absent.npz not found" in result and peak is None

@@ -749,8 +749,9 @@ class BaseDSG(BaseEstimator):
         if pre == "eigenpro" and not (settings["max_blocks"] is not None and reuse == "all"
                                       and tuple(sched) == (1, 0) and not projection):
             raise ValueError("precondition='eigenpro' needs a finite max_blocks (or "
-                             "n_components, or max_model_bytes), reuse='all', reuse_schedule=(1, 0) and "
-                             "projection=False: it steps on the full, fixed set of features")
+                             "n_components, or max_model_bytes), reuse='all', "
+                             "reuse_schedule=(1, 0) and projection=False: it steps on the "
+                             "full, fixed set of features")
         if ridge and reuse == "check":
             raise ValueError("precondition cannot be combined with reuse='check': CDSG's safe "
                              "step (eq. 9) is derived for the plain DSG direction")
@@ -788,14 +789,14 @@ class BaseDSG(BaseEstimator):
     def _block_bytes(self, n_outputs):
         """Bytes of the learned state one block adds to a model of ``n_outputs`` columns.
 
-        Its coefficients and their running average (``average``), which
-        the model holds both of; the block's random parameters are kept in
-        the block cache, which ``cache_bytes`` bounds.
+        Its coefficients and their running average (held whether or not
+        ``average`` is on); the block's random parameters are kept in the
+        block cache, which ``cache_bytes`` bounds.
         """
         return 2 * self.block_size * n_outputs * self._model_dtype().itemsize
 
     def _budget_text(self, n_outputs=1):
-        """The parameters that set the budget (of a model of ``n_outputs`` columns), for messages."""
+        """The parameters setting the budget (of ``n_outputs`` columns), for messages."""
         cap = getattr(self, "max_model_bytes", None)
         if self.n_components is None and cap is None:
             return f"max_blocks={self.max_blocks}"

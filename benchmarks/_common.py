@@ -307,12 +307,13 @@ def write_json(path, report):
 
 
 def write_results(report, output_dir, quick, markdown_text, log):
-    """Finish ``report`` (end-of-run load average) and write its JSON and Markdown.
+    """Finish ``report`` and write its JSON and Markdown.
 
-    The files are ``<benchmark>.json`` and ``.md`` in ``output_dir``
+    The end-of-run load average is added unless the report has one (a report
+    written again from its JSON keeps its own).  The files are ``<benchmark>.json`` and ``.md`` in ``output_dir``
     (``<benchmark>_quick.*`` with ``quick``); returns their common stem path.
     """
-    report["load_average_at_end"] = load_average()
+    report.setdefault("load_average_at_end", load_average())  # kept when re-written
     stem = Path(output_dir) / (report["benchmark"] + ("_quick" if quick else ""))
     write_json(stem.with_name(stem.name + ".json"), report)
     stem.with_name(stem.name + ".md").write_text(markdown_text(report) + "\n")
@@ -333,6 +334,29 @@ def load_dataset(name, data_dir=DEFAULT_DATA_DIR, dtype=np.float64):
     with np.load(path) as d:
         return (np.ascontiguousarray(d["X_train"], dtype=dtype), d["y_train"],
                 np.ascontiguousarray(d["X_test"], dtype=dtype), d["y_test"])
+
+
+#: data sets of pixels, scaled to [0, 1] rather than standardised
+PIXEL_DATASETS = ("mnist", "fashion_mnist")
+
+
+def scale_inputs(name, X, Xt):
+    """``(X, Xt)`` scaled as the issues' figures are: pixels to [0, 1], others standardised.
+
+    Standardised with the training rows' mean and standard deviation
+    (columns of zero spread are left as they are).
+
+    Examples
+    --------
+    >>> X, Xt = scale_inputs("letter", np.array([[0.0], [2.0]]), np.array([[4.0]]))
+    >>> X.ravel().tolist(), Xt.ravel().tolist()
+    ([-1.0, 1.0], [3.0])
+    """
+    if name in PIXEL_DATASETS:
+        return X / 255.0, Xt / 255.0
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (X - mu) / sd, (Xt - mu) / sd
 
 
 # --------------------------------------------------------------------------- #

@@ -58,7 +58,7 @@ from threadpoolctl import threadpool_limits
 from onlinekernel import DSGClassifier
 
 from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
-                      report_header, write_json)
+                      report_header, scale_inputs, write_json)
 
 N_COMPONENTS = 4096
 GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0)
@@ -72,12 +72,7 @@ EIGENPRO = {"precondition": "eigenpro", "batch_size": 512}
 
 def prepare(name, data_dir, quick):
     X, y, Xt, yt = load_dataset(name, data_dir)
-    if name in ("mnist", "fashion_mnist"):
-        X, Xt = X / 255.0, Xt / 255.0  # pixels to [0, 1], as in the figures
-    else:
-        mu, sd = X.mean(axis=0), X.std(axis=0)
-        sd[sd == 0] = 1.0
-        X, Xt = (X - mu) / sd, (Xt - mu) / sd
+    X, Xt = scale_inputs(name, X, Xt)
     if quick:
         X, y, Xt, yt = X[:6000], y[:6000], Xt[:2000], yt[:2000]
     return X, y, Xt[:EVAL_ROWS], yt[:EVAL_ROWS]

@@ -6,7 +6,9 @@ Runs, in this order and in one Python process, the ``main(argv)`` of
 ``peers.py`` (onlinekernel against scikit-learn and River); with ``--all``
 also ``quality.py`` (accuracy against exact kernel machines), ``iln.py``
 (infinite layer networks), ``fixed_features.py`` and ``reuse.py`` (the
-variants of issue 5), which take much longer (an hour or more in all).
+variants of issue 5), ``one_pass.py``, ``scale.py`` (covtype and MNIST
+streams and batch fits) and ``concurrency.py``, which take much longer (a
+few hours in all).
 A script that is not there is reported as missing and the run goes on; one
 that fails is reported with its error and the run goes on too.
 
@@ -23,7 +25,8 @@ Run from the repository root::
 
     python -m benchmarks.run            # full run
     python -m benchmarks.run --quick    # every script's smoke mode
-    python -m benchmarks.run --all      # also quality, iln, fixed_features, reuse, one_pass
+    python -m benchmarks.run --all      # also quality, iln, fixed_features, reuse, one_pass,
+                                        # scale, concurrency
 
 The exit status is 0 when every script present ran to its end, whatever
 its targets say (a failed target is a measurement, not an error), and 1
@@ -56,7 +59,9 @@ EXTRA = (("quality", "accuracy against exact kernel machines"),
          ("iln", "infinite layer networks (Shrinking Gradient)"),
          ("fixed_features", "SGD on fixed random features"),
          ("reuse", "reuse of old blocks at a full budget"),
-         ("one_pass", "one pass of partial_fit against a tuned pipeline"))
+         ("one_pass", "one pass of partial_fit against a tuned pipeline"),
+         ("scale", "big streams and large batch fits against their peers"),
+         ("concurrency", "one trainer and four predictors on one model"))
 PASS_WORDS = {"pass", "passed", "ok", "true", "yes"}
 FAIL_WORDS = {"fail", "failed", "false", "no"}
 

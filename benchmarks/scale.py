@@ -64,6 +64,7 @@ Outputs (``--output-dir``, default ``benchmarks/results``): ``scale.json``,
 ``scale.md`` and ``scale.png`` (``scale_quick.*`` with ``--quick``).
 """
 import itertools
+import json
 import multiprocessing
 import os
 import resource
@@ -74,7 +75,7 @@ import warnings
 import numpy as np
 
 from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
-                      report_header, write_results)
+                      report_header, scale_inputs, write_results)
 
 DATASETS = ("covtype_binary", "covtype", "mnist")
 N_COMPONENTS = 4096
@@ -127,12 +128,7 @@ TARGETS = {"one_pass_error": 0.12, "covtype_binary_error": 0.06, "covtype_binary
 def prepare(name, data_dir, quick):
     """Training and test rows (float64) of ``name``, scaled as the module docstring says."""
     X, y, Xt, yt = load_dataset(name, data_dir)
-    if name in ("mnist", "fashion_mnist"):
-        X, Xt = X / 255.0, Xt / 255.0
-    else:
-        mu, sd = X.mean(axis=0), X.std(axis=0)
-        sd[sd == 0] = 1.0
-        X, Xt = (X - mu) / sd, (Xt - mu) / sd
+    X, Xt = scale_inputs(name, X, Xt)
     if quick:
         X, y, Xt, yt = X[:20_000], y[:20_000], Xt[:5_000], yt[:5_000]
     return X, y, Xt, yt
@@ -488,7 +484,6 @@ def run_dataset(name, args, log):
         log("  dask: 1 against 2 workers")
         out["dask"] = dask_fit.run(name, args.data_dir, 2_000 if args.quick else None, 4,
                                    "ridge", 256 if args.quick else 1024, log=log)
-    out["targets"] = targets(name, out, n, args)
     return out
 
 
@@ -504,7 +499,9 @@ def targets(name, out, n, args):
     """The issue's targets on this data set (see the module docstring)."""
     found = []
     streams = {k: v["curve"] for k, v in out["streams"].items() if v["status"] == "ok"}
-    for key, entry in list(out["streams"].items()) + list(out["batch"].items()):
+    entries = ([(f"stream {k}", v) for k, v in out["streams"].items()]
+               + [(f"batch {k}", v) for k, v in out["batch"].items()])
+    for key, entry in entries:
         if entry.get("peak_rss_bytes") is not None:
             found.append(_target(f"peak_rss_bytes[{key}]", entry["peak_rss_bytes"],
                                  TARGETS["peak_rss_bytes"],
@@ -698,7 +695,7 @@ def plot(report, path):
 
 def parse_args(argv=None):
     parser = argument_parser(__doc__, "20,000 training and 5,000 test rows, one pass, "
-                                      "no SVC, a 1 MiB growth cap: a minute or two")
+                                      "no SVC, a 20-block growth cap: a few minutes")
     add_data_dir(parser)
     add_output_dir(parser)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
@@ -720,6 +717,9 @@ def parse_args(argv=None):
                         help="skip the exact SVC on MNIST")
     parser.add_argument("--no-dask", dest="dask", action="store_false",
                         help="skip the 1- against 2-worker Dask fit")
+    parser.add_argument("--report-only", action="store_true",
+                        help="recompute the targets of the JSON in --output-dir and write "
+                             "its Markdown and plot again, running nothing")
     parser.add_argument("--choose-batch", action="store_true",
                         help="only fit BATCH_CANDIDATES on a validation split of each data "
                              "set and print the best (the source of BATCH)")
@@ -732,6 +732,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     log = make_logger()
+    if args.report_only:
+        path = args.output_dir / ("scale_quick.json" if args.quick else "scale.json")
+        report = json.loads(path.read_text())
+        args.passes = report["passes"]
+        finish(report, args, log)
+        return report
     if args.choose_batch:
         from threadpoolctl import threadpool_limits
         chosen = {}
@@ -746,10 +752,20 @@ def main(argv=None):
                   growth_blocks=args.growth_blocks, results=[])
     for name in args.datasets:
         report["results"].append(run_dataset(name, args, log))
+    finish(report, args, log)
+    return report
+
+
+def finish(report, args, log):
+    """The targets of every data set (again), and the JSON, Markdown and plot written."""
+    for res in report["results"]:
+        res["targets"] = targets(res["dataset"], res, res["n_train"], args)
+    # every data set's targets in one list, named by data set (for run.py's summary)
+    report["targets"] = [dict(t, target=f"{res['dataset']}: {t['target']}")
+                         for res in report["results"] for t in res["targets"]]
     stem = write_results(report, args.output_dir, args.quick, markdown, log)
     plot(report, stem.with_name(stem.name + ".png"))
     log(f"wrote {stem}.png")
-    return report
 
 
 if __name__ == "__main__":

@@ -34,8 +34,16 @@ def test_quick_run_writes_curves_targets_and_plot(tmp_path):
     assert {"peak_rss_bytes", "one_pass_error", "one_pass_time_ratio_to_pipeline",
             "growth_error_falls", "flat_time_per_row_after_the_cap",
             "error_within_600_s"} <= names
+    assert "covtype_binary: one_pass_error[ours growth]" in [t["target"]
+                                                              for t in report["targets"]]
     assert (tmp_path / "out" / "scale_quick.md").read_text().startswith("# Scale benchmark")
     assert (tmp_path / "out" / "scale_quick.png").stat().st_size > 0
+    # the report is written again from its JSON, running nothing: the same figures
+    (tmp_path / "out" / "scale_quick.md").unlink()
+    again = scale.main(["--quick", "--report-only", "--output-dir", str(tmp_path / "out")])
+    assert again["results"] == saved["results"]
+    assert again["load_average_at_end"] == saved["load_average_at_end"]
+    assert (tmp_path / "out" / "scale_quick.md").read_text().startswith("# Scale benchmark")
 
 
 def test_a_contender_that_fails_is_reported_and_the_run_goes_on(tmp_path):

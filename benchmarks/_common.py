@@ -310,8 +310,9 @@ def write_results(report, output_dir, quick, markdown_text, log):
     """Finish ``report`` and write its JSON and Markdown.
 
     The end-of-run load average is added unless the report has one (a report
-    written again from its JSON keeps its own).  The files are ``<benchmark>.json`` and ``.md`` in ``output_dir``
-    (``<benchmark>_quick.*`` with ``quick``); returns their common stem path.
+    written again from its JSON keeps its own).  The files are
+    ``<benchmark>.json`` and ``.md`` in ``output_dir`` (``<benchmark>_quick.*``
+    with ``quick``); returns their common stem path.
     """
     report.setdefault("load_average_at_end", load_average())  # kept when re-written
     stem = Path(output_dir) / (report["benchmark"] + ("_quick" if quick else ""))

@@ -126,8 +126,9 @@ def markdown(report):
         lines.append(f"| {key} | {train} | {each} | {sum(p['predictor_rows_per_s']):,.0f} |")
     s = r["both"]["semantics"]
     lines.append(f"\nWhile both ran: {s['predictions_checked']:,d} predictions checked against "
-                 f"{s['models_published']:,d} published models ({s['models_seen_by_predictors']:,d}"
-                 f" distinct ones seen), **{s['torn_predictions']} torn**.")
+                 f"{s['models_published']:,d} published models "
+                 f"({s['models_seen_by_predictors']:,d} distinct ones seen), "
+                 f"**{s['torn_predictions']} torn**.")
     return "\n".join(lines)
 
 

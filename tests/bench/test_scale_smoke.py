@@ -49,3 +49,14 @@ def test_quick_run_writes_curves_targets_and_plot(tmp_path):
 def test_a_contender_that_fails_is_reported_and_the_run_goes_on(tmp_path):
     status, result, peak = scale.in_process("stream", "absent", {}, tmp_path, True)
     assert status == "error" and "absent.npz not found" in result and peak is None
+
+
+def test_choose_batch_fits_the_candidates_on_held_out_training_rows(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1200, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    np.savez_compressed(tmp_path / "covtype_binary.npz", X_train=X[:1000], y_train=y[:1000],
+                        X_test=X[1000:], y_test=y[1000:])
+    chosen = scale.main(["--quick", "--choose-batch", "--datasets", "covtype_binary",
+                         "--data-dir", str(tmp_path), "--threads", "1"])
+    assert chosen["covtype_binary"] in scale.BATCH_CANDIDATES["covtype_binary"]

@@ -170,53 +170,47 @@ class Ours:
 
     def size(self):
         # the learned state max_model_bytes caps: coefficients and their average
-        coef = self.model.coef_
         return {"n_blocks": int(self.model.n_blocks_),
                 "n_random_features": int(self.model.n_random_features_),
-                "model_bytes": 2 * int(coef.size) * self.model.coef_.dtype.itemsize}
+                "model_bytes": 2 * int(self.model.coef_.nbytes)}
 
 
-class Pipeline:
-    def __init__(self, classes, gamma, alpha, loss, batch):
+class SGDPeer:
+    """A peer: scikit-learn's ``SGDClassifier.partial_fit``.
+
+    On ``RBFSampler(4096)`` features of mini-batches of ``batch`` rows (the
+    pipeline, ``gamma`` given), or on the inputs a chunk a call (linear SGD).
+    """
+
+    def __init__(self, classes, alpha, loss, gamma=None, batch=None):
         from sklearn.kernel_approximation import RBFSampler
         from sklearn.linear_model import SGDClassifier
-        self.sampler = RBFSampler(n_components=N_COMPONENTS, gamma=gamma, random_state=0)
+        self.sampler = (None if gamma is None else
+                        RBFSampler(n_components=N_COMPONENTS, gamma=gamma, random_state=0))
         self.sgd = SGDClassifier(loss=loss, alpha=alpha, random_state=0)
         self.classes, self.batch, self.started = classes, batch, False
 
+    def _features(self, X):
+        return X if self.sampler is None else self.sampler.transform(X)
+
     def learn(self, X, y):
-        if not self.started:
+        if self.sampler is not None and not self.started:
             self.sampler.fit(X[:1])  # draws the random weights only
-            self.started = True
-        for s in range(0, X.shape[0], self.batch):
-            self.sgd.partial_fit(self.sampler.transform(X[s:s + self.batch]),
-                                 y[s:s + self.batch], classes=self.classes)
+        self.started = True
+        batch = self.batch or X.shape[0]
+        for s in range(0, X.shape[0], batch):
+            self.sgd.partial_fit(self._features(X[s:s + batch]), y[s:s + batch],
+                                 classes=self.classes)
 
     def predict(self, X):
-        return np.concatenate([self.sgd.predict(self.sampler.transform(X[s:s + 8192]))
+        return np.concatenate([self.sgd.predict(self._features(X[s:s + 8192]))
                                for s in range(0, X.shape[0], 8192)])
 
     def size(self):
-        return {"n_random_features": N_COMPONENTS}
+        return {} if self.sampler is None else {"n_random_features": N_COMPONENTS}
 
 
-class Linear:
-    def __init__(self, classes, alpha, loss):
-        from sklearn.linear_model import SGDClassifier
-        self.sgd = SGDClassifier(loss=loss, alpha=alpha, random_state=0)
-        self.classes = classes
-
-    def learn(self, X, y):
-        self.sgd.partial_fit(X, y, classes=self.classes)
-
-    def predict(self, X):
-        return self.sgd.predict(X)
-
-    def size(self):
-        return {}
-
-
-KINDS = {"ours": Ours, "pipeline": Pipeline, "linear": Linear}
+KINDS = {"ours": Ours, "pipeline": SGDPeer, "linear": SGDPeer}
 
 
 def make(spec, classes):
@@ -298,20 +292,26 @@ def tune(X, y, tune_rows, val_rows, log):
 # --------------------------------------------------------------------------- #
 # batch contenders
 # --------------------------------------------------------------------------- #
-def batch_fit(name, setting, X, y, Xt, yt, threads):
-    """``DSGClassifier.fit`` in ``setting``: fit and predict seconds, test error."""
-    from onlinekernel import DSGClassifier
-    params = {k: v for k, v in setting.items() if k != "gamma_factor"}
-    model = DSGClassifier(gamma=setting["gamma_factor"] * scale_gamma(X), random_state=0,
-                          n_jobs=threads, **params)
+def timed_fit(model, X, y, Xt, yt):
+    """``model`` fitted on ``(X, y)``: its fit and predict seconds and test error."""
     t0 = time.perf_counter()
     model.fit(X, y)
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     pred = model.predict(Xt)
-    predict_s = time.perf_counter() - t0
-    return {"setting": setting, "solver": model.solver_, "fit_s": fit_s, "predict_s": predict_s,
-            "test_error": float(np.mean(pred != yt)), "n_iter": int(model.n_iter_)}
+    return {"fit_s": fit_s, "predict_s": time.perf_counter() - t0,
+            "test_error": float(np.mean(pred != yt))}
+
+
+def batch_fit(setting, X, y, Xt, yt, threads):
+    """``DSGClassifier.fit`` in ``setting``: fit and predict seconds, test error."""
+    from onlinekernel import DSGClassifier
+    params = {k: v for k, v in setting.items() if k != "gamma_factor"}
+    model = DSGClassifier(gamma=setting["gamma_factor"] * scale_gamma(X), random_state=0,
+                          n_jobs=threads, **params)
+    result = timed_fit(model, X, y, Xt, yt)
+    return {"setting": setting, "solver": model.solver_, **result,
+            "n_iter": int(model.n_iter_)}
 
 
 def choose_batch(name, X, y, log, threads):
@@ -325,8 +325,7 @@ def choose_batch(name, X, y, log, threads):
     fit_rows, val_rows = order[:-held], order[-held:]
     results = []
     for setting in BATCH_CANDIDATES[name]:
-        r = batch_fit(name, setting, X[fit_rows], y[fit_rows], X[val_rows], y[val_rows],
-                      threads)
+        r = batch_fit(setting, X[fit_rows], y[fit_rows], X[val_rows], y[val_rows], threads)
         results.append(r)
         log(f"  {name} {setting}: validation {100 * r['test_error']:.2f} % in "
             f"{r['fit_s']:.1f} s")
@@ -339,14 +338,8 @@ def svc_fit(X, y, Xt, yt, rows=None):
     if rows is not None:
         X, y = X[:rows], y[:rows]
     model = SVC(**SVC_PARAMS)
-    t0 = time.perf_counter()
-    model.fit(X, y)
-    fit_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    pred = model.predict(Xt)
-    predict_s = time.perf_counter() - t0
-    return {"rows": int(X.shape[0]), "fit_s": fit_s, "predict_s": predict_s,
-            "test_error": float(np.mean(pred != yt)),
+    result = timed_fit(model, X, y, Xt, yt)
+    return {"rows": int(X.shape[0]), **result,
             "n_support_vectors": int(model.n_support_.sum())}
 
 
@@ -380,7 +373,7 @@ def _child(conn, task, name, data_dir, quick, threads, args):
                 result = stream(args["spec"], X, y, Xt, yt, args["chunk_rows"], args["passes"],
                                 log=make_logger())
             elif task == "batch":
-                result = batch_fit(name, args["setting"], X, y, Xt, yt, threads)
+                result = batch_fit(args["setting"], X, y, Xt, yt, threads)
             elif task == "svc":
                 result = svc_fit(X, y, Xt, yt, args.get("rows"))
             else:
@@ -495,8 +488,9 @@ def _target(name, value, threshold, passed, **detail):
     return {"target": name, "value": value, "threshold": threshold, "passed": passed, **detail}
 
 
-def targets(name, out, n, args):
-    """The issue's targets on this data set (see the module docstring)."""
+def targets(out, passes):
+    """The issue's targets on the data set of ``out`` (see the module docstring)."""
+    name, n = out["dataset"], out["n_train"]
     found = []
     streams = {k: v["curve"] for k, v in out["streams"].items() if v["status"] == "ok"}
     entries = ([(f"stream {k}", v) for k, v in out["streams"].items()]
@@ -524,7 +518,7 @@ def targets(name, out, n, args):
                                  for a, b in zip(errors, errors[1:]))))
         full = next((i for i, c in enumerate(growth)
                      if c.get("n_blocks", 0) >= growth[-1].get("n_blocks", 1)), None)
-        last = [c["seconds_per_row"] for c in growth if c["pass"] == args.passes]
+        last = [c["seconds_per_row"] for c in growth if c["pass"] == passes]
         after = [c["seconds_per_row"] for c in growth[full + 1:]] if full is not None else []
         if after and last:
             ratio = float(np.median(last) / np.median(after))
@@ -737,7 +731,6 @@ def main(argv=None):
     if args.report_only:
         path = args.output_dir / ("scale_quick.json" if args.quick else "scale.json")
         report = json.loads(path.read_text())
-        args.passes = report["passes"]
         finish(report, args, log)
         return report
     if args.choose_batch:
@@ -761,7 +754,7 @@ def main(argv=None):
 def finish(report, args, log):
     """The targets of every data set (again), and the JSON, Markdown and plot written."""
     for res in report["results"]:
-        res["targets"] = targets(res["dataset"], res, res["n_train"], args)
+        res["targets"] = targets(res, report["passes"])
     # every data set's targets in one list, named by data set (for run.py's summary)
     report["targets"] = [dict(t, target=f"{res['dataset']}: {t['target']}")
                          for res in report["results"] for t in res["targets"]]

@@ -43,10 +43,8 @@ class _Whitening:
     dtype = np.dtype(np.float64)
 
     def __init__(self, fmap, C, L, scale, M):
-        # L in one memory order whatever its origin (a fit's Cholesky factor is
-        # Fortran-ordered, a loaded model's C-ordered): LAPACK's triangular
-        # solves round differently by order, and a pickled model must give
-        # the same coefficients and predictions as the one it was pickled from
+        # the map keeps L in Fortran order (see set_fitted_arrays); only the
+        # leading part of a factor for fewer blocks is copied into that order
         self.fmap, self.C, self.scale, self.M = fmap, C, scale, M
         self.L = np.asfortranarray(L)
         self.width = C.shape[0]
@@ -486,7 +484,10 @@ cdef class Nystrom(CyFeatureMap):
             raise ValueError(f"nystrom: fitted arrays must be landmarks, factor and n_blocks, "
                              f"got {sorted(arrays)}")
         C = np.ascontiguousarray(arrays["landmarks"], dtype=np.float64)
-        L = np.ascontiguousarray(arrays["factor"], dtype=np.float64)
+        # Fortran order, as the fit's Cholesky factor is: LAPACK's triangular solves
+        # round differently by order, so a loaded or unpickled map whitens (and its
+        # linear factor solves) bit for bit as the fitted one, without a copy a call
+        L = np.asfortranarray(arrays["factor"], dtype=np.float64)
         nb = np.asarray(arrays["n_blocks"])
         d, F = self.n_features_in, self.n_components
         if nb.shape != (1,) or nb.dtype.kind not in "iu" or not 1 <= int(nb[0]) <= 2 ** 31:

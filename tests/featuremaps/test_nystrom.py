@@ -142,6 +142,41 @@ def test_predictions_go_through_the_linear_factor(monkeypatch):
         np.testing.assert_allclose(tiled, out, rtol=1e-12, atol=1e-12)
 
 
+def test_the_whitening_is_formed_once_at_the_first_features(monkeypatch):
+    """A batch fit and its prediction never form L^{-T} (M^3 flops); the first block's
+    features do, once, however many threads ask at the same time, and give the
+    features of a map that formed it at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from onlinekernel.featuremaps import nystrom
+
+    X, y = _data(400)
+    inverses = []
+    solve = nystrom.scipy.linalg.solve_triangular
+
+    def counted(L, B, **kw):  # L^{-1} itself: a square right-hand side
+        if np.shape(B) == np.shape(L):
+            inverses.append(L.shape[0])
+        return solve(L, B, **kw)
+
+    monkeypatch.setattr(nystrom.scipy.linalg, "solve_triangular", counted)
+    reg = DSGRegressor(**SMALL, solver="cholesky").fit(X, y)
+    reg.predict(X)
+    assert inverses == []
+    fmap = pickle.loads(pickle.dumps(reg.feature_map_))
+    with ThreadPoolExecutor(4) as pool:
+        blocks = list(pool.map(lambda j: fmap.transform_block(0, j % 2, X), range(8)))
+    assert inverses == [64]
+    # the features of sqrt(M) L^{-T} formed at once
+    L = fmap.fitted_arrays()["factor"]
+    T = solve(L, np.eye(64), lower=True).T * 8.0
+    K = fmap.kernel(X, fmap.landmarks_)
+    for j, got in enumerate(blocks):
+        e = 32 * (j % 2 + 1)
+        np.testing.assert_allclose(got, K[:, :e] @ T[:e, e - 32:e], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got, blocks[j % 2])
+
+
 def test_random_feature_models_stay_format_version_2(tmp_path):
     X, y = _data()
     model = DSGRegressor(kernel="gaussian", n_components=64, block_size=32).fit(X, y)

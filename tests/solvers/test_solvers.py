@@ -601,3 +601,34 @@ def test_a_nystrom_operator_preconditions_from_its_landmarks():
     assert sol.converged
     np.testing.assert_allclose(sol.coef, exact.coef, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(sol.intercept, exact.intercept, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("alpha", [1e-2, 1e-9])  # a float32 and a float64 preconditioner
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_landmark_preconditioner_by_lauum_is_the_product(monkeypatch, fit_intercept, alpha):
+    """Built from Nystrom's triangular rows by ``lauum``, the preconditioner is the one
+    the general path builds with ``Q^T Q`` on the same rows."""
+    from onlinekernel.solvers import newton
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 3))
+    fmap = get_feature_map("nystrom", n_components=16, gamma=0.5).bind(3).fit(X, 1, 2)
+    op = FeatureOperator(fmap, seed=1, n_blocks=2, X=X, max_bytes=1 << 30)
+    p = Problem(op, get_loss("squared"), np.sin(X[:, :1]), np.ones(400), alpha,
+                fit_intercept, 1)
+    Phi = op.sample_rows()
+    assert newton._lower_triangular(Phi)
+    assert not newton._lower_triangular(Phi.T) and not newton._lower_triangular(Phi[:, :-1])
+    built = []
+    for triangular in (True, False):
+        if not triangular:
+            monkeypatch.setattr(newton, "_lower_triangular", lambda P: False)
+        built.append(newton._Preconditioner(p, np.zeros((400, 1)), 32,
+                                            np.random.default_rng(0)))
+    r, rb = rng.normal(size=(32, 1)), rng.normal(size=1)
+    (zC, zb), (eC, eb) = (pre.solve(r, rb) for pre in built)
+    assert built[0].factor[0].dtype == (np.float32 if alpha > 1e-3 else np.float64)
+    # float64 at alpha = 1e-9: rounding times a condition number of about 1e8
+    tol = 1e-4 if alpha > 1e-3 else 1e-6
+    np.testing.assert_allclose(zC, eC, rtol=tol, atol=tol * np.abs(eC).max())
+    np.testing.assert_allclose(zb, eb, rtol=tol)

@@ -261,11 +261,18 @@ class _Preconditioner:
         if free is not None and _lower_triangular(Phi):
             # the map's rows are a triangular factor with one weight (Nystrom's
             # sqrt(M) L): w L^T L by LAPACK's lauum, a third of the flops of a
-            # product (kin40k, 8,192 landmarks: about 5 s less)
-            _triangular_gram(Phi.astype(dt, copy=False), A[:M, :M])
+            # product (kin40k, 8,192 landmarks: about 5 s less); the rows are
+            # let go before the product is copied in (8,192: 512 MiB each)
+            colsum = Phi.sum(axis=0, dtype=np.float64) if self.fit_intercept else None
+            G = _triangular_gram(Phi.astype(dt, copy=False))
+            free = Phi = None
+            A[:M, :M] = G
+            A[:M, :M] += G.T  # both triangles: the retries below restore one from the other
+            A[np.diag_indices(M)] -= np.diag(G)
+            del G
             A[:M, :M] *= dt(d[0])
             if self.fit_intercept:
-                A[:M, M] = A[M, :M] = Phi.sum(axis=0, dtype=np.float64) * d[0]
+                A[:M, M] = A[M, :M] = colsum * d[0]
                 A[M, M] = d.sum()
         else:
             Q = Phi.astype(dt, copy=False) * root[:, None].astype(dt)
@@ -278,15 +285,19 @@ class _Preconditioner:
         if self.fit_intercept:
             A[M, M] += max(problem.lam, 1e-12 * max(A[M, M], 1.0))
         scale = max(float(np.trace(A, dtype=np.float64)) / size, 1e-300)
+        # factored in place: A is symmetric, so A.T is the same matrix in Fortran
+        # order, which LAPACK overwrites without a copy; a failed attempt spoils
+        # only the lower triangle, restored from the upper one for the next
+        V, diag = A.T, A.diagonal().copy()
         for jitter in (1e-7, 1e-5, 1e-3):  # float32 rounding can leave A barely indefinite
+            V[np.diag_indices(size)] = diag + dt(jitter * scale)
             try:
-                B = A.copy()
-                B[np.diag_indices(size)] += jitter * scale
-                self.factor = linalg.cho_factor(B, lower=True, overwrite_a=True,
+                self.factor = linalg.cho_factor(V, lower=True, overwrite_a=True,
                                                 check_finite=False)
                 break
             except linalg.LinAlgError:
-                continue
+                for j in range(size - 1):
+                    V[j + 1:, j] = V[j, j + 1:]
         else:
             raise linalg.LinAlgError("the sampled Hessian is not positive definite")
 
@@ -309,18 +320,14 @@ def _lower_triangular(P):
     return not any(P[:j, j].any() for j in range(1, P.shape[1]))
 
 
-def _triangular_gram(L, out):
-    """``out = L^T L`` for a lower triangular ``L``, by LAPACK's ``lauum``."""
+def _triangular_gram(L):
+    """``L^T L`` of a lower triangular ``L``, by LAPACK's ``lauum``: its lower triangle
+    (the upper one is left as ``L``'s, zero), which is all the caller copies."""
     lauum, = linalg.get_lapack_funcs(("lauum",), (L,))
     G, info = lauum(np.asfortranarray(L), lower=1)
     if info != 0:
         raise linalg.LinAlgError(f"lauum failed with info={info}")
-    # lauum writes the lower triangle and leaves L's upper one, zero: the
-    # symmetric product is G + G^T with the diagonal once
-    out[...] = G
-    out += G.T
-    out[np.diag_indices(G.shape[0])] -= np.diag(G)
-    return out
+    return G
 
 
 def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):

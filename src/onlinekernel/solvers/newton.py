@@ -321,8 +321,8 @@ def _lower_triangular(P):
 
 
 def _triangular_gram(L):
-    """``L^T L`` of a lower triangular ``L``, by LAPACK's ``lauum``: its lower triangle
-    (the upper one is left as ``L``'s, zero), which is all the caller copies."""
+    """``L^T L`` of a lower triangular ``L`` by LAPACK's ``lauum``, in its lower
+    triangle; the strict upper one keeps ``L``'s zeros."""
     lauum, = linalg.get_lapack_funcs(("lauum",), (L,))
     G, info = lauum(np.asfortranarray(L), lower=1)
     if info != 0:

@@ -425,9 +425,10 @@ cdef class Nystrom(CyFeatureMap):
     def _blocks(self):
         """The per-block whitening (:meth:`_whitening`), computed at the first need.
 
-        Forming ``L^{-T}`` costs ``M^3`` flops (kin40k, 8,192 landmarks: 14 s
-        of a 24 s fit), which the batch solvers and the factored prediction
-        never pay; the lock makes concurrent first calls compute it once.
+        Forming ``L^{-T}`` costs ``M^3`` flops (8,192 landmarks: 12.6 s, more
+        than the rest of the map's fit on kin40k, 9.6 s), which the batch
+        solvers and the factored prediction never pay; the lock makes
+        concurrent first calls compute it once.
         """
         blocks = self._whiten
         if blocks is None:

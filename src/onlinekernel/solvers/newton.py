@@ -261,8 +261,8 @@ class _Preconditioner:
         if free is not None and _lower_triangular(Phi):
             # the map's rows are a triangular factor with one weight (Nystrom's
             # sqrt(M) L): w L^T L by LAPACK's lauum, a third of the flops of a
-            # product (kin40k, 8,192 landmarks: about 5 s less); the rows are
-            # let go before the product is copied in (8,192: 512 MiB each)
+            # product; the rows are let go before the product is copied in
+            # (8,192 landmarks: 512 MiB each)
             colsum = Phi.sum(axis=0, dtype=np.float64) if self.fit_intercept else None
             G = _triangular_gram(Phi.astype(dt, copy=False))
             free = Phi = None

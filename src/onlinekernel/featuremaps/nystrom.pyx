@@ -423,33 +423,30 @@ cdef class Nystrom(CyFeatureMap):
                 jitter = min(MAX_JITTER, max(jitter, 1e-12) * JITTER_GROWTH)
 
     def _blocks(self):
-        """The per-block whitening (:meth:`_whitening`), computed at the first need.
+        """Per block j, the rows ``:e`` and columns ``jF:e`` of ``sqrt(M) L^{-T}``.
 
-        Forming ``L^{-T}`` costs ``M^3`` flops (8,192 landmarks: 12.6 s, more
-        than the rest of the map's fit on kin40k, 9.6 s), which the batch
-        solvers and the factored prediction never pay; the lock makes
-        concurrent first calls compute it once.
+        Formed at the first need: ``L^{-T}`` costs ``M^3`` flops (8,192
+        landmarks: 12.6 s, more than the rest of the map's fit on kin40k,
+        9.6 s), which the batch solvers and the factored prediction never
+        pay; the lock makes concurrent first calls compute it once.
         """
         blocks = self._whiten
-        if blocks is None:
-            with self._whiten_lock:
-                blocks = self._whiten
-                if blocks is None:
-                    blocks = self._whitening(self._factor, self.n_blocks_ * self.n_components)
-                    self._whiten = blocks
-        return blocks
-
-    def _whitening(self, L, Py_ssize_t M):
-        """Per block j, the rows ``:e`` and columns ``jF:e`` of ``sqrt(M) L^{-T}``."""
-        cdef Py_ssize_t F = self.n_components, m = L.shape[0]
-        T = scipy.linalg.solve_triangular(L, np.eye(m), lower=True, check_finite=False).T
-        T *= math.sqrt(M)
-        blocks = []
-        for j in range((m + F - 1) // F):  # C division (cdivision): no -(-m // F)
-            e = min(m, (j + 1) * F)
-            W = np.ascontiguousarray(T[:e, j * F:e])
-            blocks.append(W)
-        return blocks
+        if blocks is not None:
+            return blocks
+        cdef Py_ssize_t F = self.n_components, m, j, e
+        with self._whiten_lock:
+            if self._whiten is None:
+                L = self._factor
+                m = L.shape[0]
+                T = scipy.linalg.solve_triangular(L, np.eye(m), lower=True,
+                                                  check_finite=False).T
+                T *= math.sqrt(self.n_blocks_ * F)
+                blocks = []
+                for j in range((m + F - 1) // F):  # C division (cdivision): no -(-m // F)
+                    e = min(m, (j + 1) * F)
+                    blocks.append(np.ascontiguousarray(T[:e, j * F:e]))
+                self._whiten = blocks
+            return self._whiten
 
     def linear_factor(self, uint64_t seed, Py_ssize_t n_blocks):
         """The first ``n_blocks`` blocks as ``Phi = B T``: FALKON's arrangement for the batch solvers.

@@ -247,7 +247,6 @@ class _Preconditioner:
             rows, counts = np.unique(rng.choice(n, size=size, p=h / total), return_counts=True)
             d = counts * (total / size)
             Phi = problem.features.rows(rows)
-        root = np.sqrt(d)
         M = problem.M
         # float32 products, factor and solves are twice as fast (half the
         # memory to read) and a preconditioner need only be close, but
@@ -275,8 +274,8 @@ class _Preconditioner:
                 A[:M, M] = A[M, :M] = colsum * d[0]
                 A[M, M] = d.sum()
         else:
-            Q = Phi.astype(dt, copy=False) * root[:, None].astype(dt)
-            root = root.astype(dt)
+            root = np.sqrt(d).astype(dt)
+            Q = Phi.astype(dt, copy=False) * root[:, None]
             A[:M, :M] = Q.T @ Q
             if self.fit_intercept:
                 A[:M, M] = A[M, :M] = Q.T @ root

@@ -223,6 +223,54 @@ def test_gradient_matches_finite_differences(name, params, loss):
     assert n_checked >= 0.95 * raw.size
 
 
+# the losses that second-order solvers take (a declared curvature)
+CURVED_CASES = [case for case in LOSS_CASES
+                if getattr(case.values[2], "curvature", None) in ("constant", "smooth")]
+
+
+@pytest.mark.parametrize("name, params, loss", CURVED_CASES)
+def test_hessian_product_matches_differences_of_the_gradient(name, params, loss):
+    # the batch solvers' curvature: exact for the built-ins that define it, central
+    # differences otherwise; either way the directional derivative of the gradient
+    # wherever the gradient is smooth (the kinks' neighbourhoods are left out)
+    rng = np.random.default_rng(2)
+    y, raw = _points(loss, 400, rng)
+    v = rng.normal(size=raw.shape)
+    hv = loss.hessian_product(y, raw, v)
+    assert hv.shape == raw.shape and np.isfinite(hv).all()
+    h = 1e-5
+    fwd = (loss.gradient(y, raw + h * v) - loss.gradient(y, raw)) / h
+    bwd = (loss.gradient(y, raw) - loss.gradient(y, raw - h * v)) / h
+    smooth = np.all(np.abs(fwd - bwd) <= 1e-4 * (1.0 + np.abs(fwd)), axis=1)
+    assert smooth.mean() >= 0.95
+    np.testing.assert_allclose(hv[smooth], 0.5 * (fwd + bwd)[smooth], rtol=1e-4, atol=1e-6,
+                               err_msg=f"{name}: hessian_product vs differences of gradient")
+
+
+def test_exact_hessian_products_of_the_builtins():
+    # second derivatives from the formulas: squared 1, logistic p (1 - p), squared
+    # hinge 1 inside the margin, Huber 1 inside delta, multinomial diag(p) - p p^T
+    y = np.array([[1.0], [-1.0], [1.0]])
+    u = np.array([[0.0], [2.0], [3.0]])
+    v = np.array([[2.0], [1.0], [-1.0]])
+    p = expit(y * u)
+    np.testing.assert_allclose(get_loss("logistic").hessian_product(y, u, v),
+                               p * (1 - p) * v, rtol=1e-14)
+    np.testing.assert_array_equal(get_loss("squared").hessian_product(y, u, v), v)
+    np.testing.assert_array_equal(get_loss("squared_hinge").hessian_product(y, u, v),
+                                  [[2.0], [1.0], [0.0]])
+    np.testing.assert_array_equal(
+        get_loss("huber", delta=1.5).hessian_product(y, u, v), [[2.0], [0.0], [0.0]])
+    raw = np.array([[0.0, np.log(3.0)]])
+    P = np.array([0.25, 0.75])
+    np.testing.assert_allclose(
+        get_loss("multinomial").hessian_product([[1.0]], raw, [[1.0, 2.0]]),
+        [(np.diag(P) - np.outer(P, P)) @ [1.0, 2.0]], rtol=1e-14)
+    # logistic's curvature is finite and tends to 0 for huge margins (no overflow)
+    np.testing.assert_array_equal(
+        get_loss("logistic").hessian_product([[1.0]], [[1e6]], [[1.0]]), [[0.0]])
+
+
 KINKS = {
     "hinge": ({}, [[1.0], [-1.0], [1.0]], [[1.0], [-1.0], [1.0 - 1e-13]]),
     "epsilon_insensitive": ({"epsilon": 0.25}, [[0.0], [0.0], [2.0]], [[0.25], [-0.25], [2.0]]),

@@ -63,6 +63,41 @@ def test_operator_streams_the_same_products():
     np.testing.assert_allclose(p1.features.rmatvec(G), p2.features.rmatvec(G), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["kept", "regenerated", "nystrom"])
+def test_sandwich_is_both_products_in_one_pass(kind, dtype, monkeypatch):
+    """``sandwich`` gives ``Phi^T weigh(Phi C)`` and ``Phi C`` in row batches of a few
+    rows (the batch size is forced down so that many batches and a partial one occur),
+    each batch read once."""
+    import onlinekernel.solvers.features as features
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(203, 3))
+    fmap = get_feature_map("nystrom" if kind == "nystrom" else "gaussian",
+                           n_components=16, gamma=0.5).bind(3)
+    if kind == "nystrom":
+        fmap.fit(X, 5, 2)
+    op = FeatureOperator(fmap, seed=5, n_blocks=2, X=X, max_bytes=0 if kind == "regenerated"
+                         else 1 << 30, dtype=dtype)
+    assert op.cached == (kind != "regenerated") and op.factored == (kind == "nystrom")
+    monkeypatch.setattr(features, "_SANDWICH_BYTES", 17 * op._width * op.dtype.itemsize)
+    C = rng.normal(size=(op.shape[1], 2))
+    d = rng.uniform(0.5, 2.0, size=(203, 1))
+    batches = []
+
+    def weigh(r0, r1, V):
+        batches.append((r0, r1))
+        V += 1.0  # what weigh leaves in V is what comes back
+        return d[r0:r1] * V
+
+    PtG, V = op.sandwich(C, weigh)
+    assert batches[0][0] == 0 and batches[-1][1] == 203 and len(batches) >= 12
+    assert all(b[1] == a[0] for b, a in zip(batches, batches[1:]))  # each row once, in order
+    U = op.matvec(C) + 1.0
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(V, U, rtol=tol, atol=tol)
+    np.testing.assert_allclose(PtG, op.rmatvec(d * U), rtol=tol, atol=tol * np.abs(PtG).max())
+
+
 @pytest.mark.parametrize("solve", [solve_newton_cg, solve_lbfgs])
 def test_newton_and_lbfgs_match_logistic_regression(solve):
     p, X, _ = _problem("logistic", _xor)

@@ -21,7 +21,13 @@ loss protocol:
     Per row, the Hessian of the loss with respect to ``raw`` times ``v``
     (shape ``(n, k)``).  The default below takes central differences of the
     loss's own ``gradient``, so every loss has one; a loss may override it
-    with the exact product.
+    with the exact product.  The compiled elementwise losses compute it in
+    one loop from their second derivative (exact for squared, logistic,
+    squared hinge and Huber, central differences of the derivative for the
+    others), the multinomial loss from its softmax: the solvers call it on
+    every row batch of every Hessian product, where the differences' two
+    gradient evaluations and temporaries cost as much as the features'
+    products on small batches.
 
 Examples
 --------

@@ -39,6 +39,7 @@ import numbers
 import numpy as np
 
 from onlinekernel.solvers import FeatureOperator, Problem
+from onlinekernel.solvers.problem import weighted_hessian_product
 
 __all__ = ["is_dask_collection", "DistributedProblem", "RowArray", "fit", "partial_fit",
            "map_rows"]
@@ -104,9 +105,8 @@ def _gradient(part, U):
 
 
 def _hessian(part, U, VC, vb):
-    V = part.op.matvec(VC) + vb
-    HV = part.loss.hessian_product(part.Y, U, V) * part.w[:, None]
-    return part.op.rmatvec(HV), HV.sum(axis=0)
+    hC, hb, _ = weighted_hessian_product(part.op, part.loss, part.Y, part.w, U, VC, vb)
+    return hC, hb
 
 
 def _normal_equations(part, fit_intercept, K):

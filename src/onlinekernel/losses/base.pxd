@@ -23,3 +23,6 @@ cdef class CyScalarLoss(CyLoss):
     # Elementwise losses implement these two: l(y, raw) and dl/draw.
     cdef double value(self, double y, double raw) noexcept nogil
     cdef double deriv(self, double y, double raw) noexcept nogil
+    # d2l/draw2 (the Hessian's diagonal: the batch solvers' curvature);
+    # by default central differences of deriv
+    cdef double second(self, double y, double raw) noexcept nogil

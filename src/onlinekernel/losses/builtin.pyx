@@ -84,6 +84,10 @@ cdef class SquaredHinge(CyScalarLoss):
         cdef double z = 1.0 - y * raw
         return -y * z if z > 0.0 else 0.0
 
+    cdef double second(self, double y, double raw) noexcept nogil:
+        # y^2 inside the margin (labels +-1), 0 beyond it
+        return y * y if 1.0 - y * raw > 0.0 else 0.0
+
 
 cdef class Logistic(CyScalarLoss):
     r"""Logistic loss :math:`\log(1 + e^{-y u})`, stable for any finite margin.
@@ -117,6 +121,11 @@ cdef class Logistic(CyScalarLoss):
             e = exp(-m)
             return -y * e / (1.0 + e)
         return -y / (1.0 + exp(m))
+
+    cdef double second(self, double y, double raw) noexcept nogil:
+        # y^2 p (1 - p) with p = sigmoid(y u), as e / (1 + e)^2 without overflow
+        cdef double e = exp(-fabs(y * raw))
+        return y * y * e / ((1.0 + e) * (1.0 + e))
 
     def multiclass_loss(self):
         return Multinomial()
@@ -164,6 +173,22 @@ cdef class Multinomial(CyLoss):
             out[c] /= s
         out[cls] -= 1.0
 
+    def hessian_product(self, y, raw, v):
+        """Per row, ``(diag(p) - p p^T) v`` for the softmax ``p`` of ``raw`` (exact).
+
+        Examples
+        --------
+        >>> from onlinekernel import get_loss
+        >>> get_loss("multinomial").hessian_product([[0.0]], [[0.0, 0.0]], [[1.0, -1.0]])
+        array([[ 0.5, -0.5]])
+        """
+        Y, U = self._check(y, raw)
+        V = np.ascontiguousarray(v, dtype=np.float64).reshape(U.shape)
+        P = np.exp(U - U.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+        PV = P * V
+        return PV - P * PV.sum(axis=1, keepdims=True)
+
 
 cdef class Squared(CyScalarLoss):
     r"""Squared loss :math:`\frac12 (u - y)^2`.
@@ -184,6 +209,9 @@ cdef class Squared(CyScalarLoss):
 
     cdef double deriv(self, double y, double raw) noexcept nogil:
         return raw - y
+
+    cdef double second(self, double y, double raw) noexcept nogil:
+        return 1.0
 
 
 cdef class Huber(CyScalarLoss):
@@ -242,6 +270,9 @@ cdef class Huber(CyScalarLoss):
         if r < -self.delta:
             return -self.delta
         return r
+
+    cdef double second(self, double y, double raw) noexcept nogil:
+        return 1.0 if fabs(raw - y) <= self.delta else 0.0
 
     def get_params(self, deep=True):
         return {"delta": self.given}

@@ -16,7 +16,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Problem", "Solution"]
+__all__ = ["Problem", "Solution", "weighted_hessian_product"]
+
+
+def weighted_hessian_product(features, loss, Y, w, U, VC, vb):
+    """The risk's Hessian at raw outputs ``U`` times ``(VC, vb)``, without the penalty.
+
+    Returns ``(Phi^T H, sum of H's rows, V)`` with ``V = Phi VC + vb`` the
+    direction's raw outputs and ``H = w * loss.hessian_product(Y, U, V)``,
+    in one pass over the features (:meth:`FeatureOperator.sandwich`).
+    ``vb`` is None without an intercept.  A distributed problem sums its
+    partitions' terms.
+    """
+    hb = np.zeros(VC.shape[1])
+
+    def weigh(r0, r1, V):
+        nonlocal hb
+        if vb is not None:
+            V += vb
+        H = loss.hessian_product(Y[r0:r1], U[r0:r1], V) * w[r0:r1, None]
+        hb = hb + H.sum(axis=0)
+        return H
+
+    hC, V = features.sandwich(VC, weigh)
+    return hC, hb, V
 
 
 @dataclass
@@ -90,10 +113,10 @@ class Problem:
         (computed on the way), so that a solver combining directions gets
         their outputs without another pass over the features.
         """
-        V = self.features.matvec(VC) + (vb if self.fit_intercept else 0.0)
-        HV = self.loss.hessian_product(self.Y, U, V) * self.w[:, None]
-        hC = self.features.rmatvec(HV) + self.lam * VC
-        hb = HV.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        hC, hb, V = weighted_hessian_product(self.features, self.loss, self.Y, self.w, U, VC,
+                                             vb if self.fit_intercept else None)
+        hC += self.lam * VC
+        hb = hb if self.fit_intercept else np.zeros(self.K)
         return (hC, hb, V) if outputs else (hC, hb)
 
     #: Whether a solver may draw rows and read their features

@@ -189,16 +189,40 @@ def test_refine_moves_gamma_while_validation_falls_then_tries_the_penalties(monk
     best, note = quality._refine("classification", prep, 0, "full", quality.Budget(60.0),
                                  top, trials)
     # narrower kernels first: 1/d improves, 2/d improves, 4/d does not: stop there; no
-    # wider ones (0.5/d was the start); then the other penalties at 2/d, weakest first
+    # wider ones (0.5/d was the start); then the other penalties at 2/d, weakest first;
+    # the penalty moved, so gamma again at C = 100 (narrower, then wider), which
+    # improves nothing: done, no setting fitted twice
     assert [s[:2] for s in seen] == [(1.0, 1.0), (2.0, 1.0), (4.0, 1.0), (2.0, 100.0),
-                                     (2.0, 10.0)]
-    assert all(s[2:] == ("nystrom", 16) for s in seen) and len(trials) == 5
-    assert (best["gamma"], best["C"]) == (2.0 / d, 100.0) and "5 fits" in note
+                                     (2.0, 10.0), (4.0, 100.0), (1.0, 100.0)]
+    assert all(s[2:] == ("nystrom", 16) for s in seen) and len(trials) == 7
+    assert (best["gamma"], best["C"]) == (2.0 / d, 100.0) and "7 fits" in note
     # nothing starts when the budget is spent
     seen.clear()
     spent = quality.Budget(0.0)
     best, _ = quality._refine("classification", prep, 0, "full", spent, top, [])
     assert seen == [] and best is top
+
+
+def test_refine_walks_gamma_again_after_the_penalty_moves(monkeypatch):
+    # usps-like: at the start's C = 1 no other gamma helps; at C = 100 the wider
+    # 0.5/d wins, which only a second gamma walk finds
+    d = 10
+    seen = []
+
+    def fit(prep, task, params, cap_s):
+        g, C = round(params["gamma"] * d, 6), round(1.0 / (params["alpha"] * prep.n))
+        seen.append((g, C))
+        err = {(1.0, 100): 1.5, (0.5, 100): 1.0}.get((g, C), 3.0)
+        return {"time_s": 0.0, "error": err, "solver": "cholesky", "n_iter": 1, "warnings": []}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    top = {"gamma": 1.0 / d, "C": 1.0, "loss": "squared", "max_blocks": 16,
+           "kernel": "nystrom", "error": 2.0, "time_s": 0.0}
+    best, _ = quality._refine("classification", SimpleNamespace(n=500, d=d), 0, "full",
+                              quality.Budget(60.0), top, [])
+    assert (best["gamma"], best["C"]) == (0.5 / d, 100.0)
+    assert seen[:4] == [(2.0, 1), (0.5, 1), (1.0, 100), (1.0, 10)]
+    assert (0.5, 100) in seen and len(seen) == len(set(seen))
 
 
 def test_refit_climbs_the_ladder_at_every_size(monkeypatch):

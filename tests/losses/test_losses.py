@@ -266,6 +266,10 @@ def test_exact_hessian_products_of_the_builtins():
     np.testing.assert_allclose(
         get_loss("multinomial").hessian_product([[1.0]], raw, [[1.0, 2.0]]),
         [(np.diag(P) - np.outer(P, P)) @ [1.0, 2.0]], rtol=1e-14)
+    # a direction of another shape is refused by name
+    for name, y in (("logistic", [[1.0, -1.0]]), ("multinomial", [[1.0]])):
+        with pytest.raises(ValueError, match="v of shape"):
+            get_loss(name).hessian_product(y, [[0.0, 0.0]], [[1.0, 2.0, 3.0]])
     # logistic's curvature is finite and tends to 0 for huge margins (no overflow)
     np.testing.assert_array_equal(
         get_loss("logistic").hessian_product([[1.0]], [[1e6]], [[1.0]]), [[0.0]])

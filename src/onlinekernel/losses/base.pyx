@@ -108,6 +108,13 @@ cdef class CyLoss(CyParams):
             raise ValueError(f"y of shape {Y.shape} does not match raw of shape {U.shape}")
         return Y, U
 
+    def _direction(self, v, U):
+        """The direction ``v`` of a Hessian product as a float64 array of ``raw``'s shape."""
+        V = _as_2d(v, "v")
+        if V.shape != U.shape:
+            raise ValueError(f"v of shape {np.shape(v)} does not match raw of shape {U.shape}")
+        return V
+
     def loss(self, y, raw):
         """Per-row loss values, shape ``(n,)``."""
         Y, U = self._check(y, raw)
@@ -174,7 +181,7 @@ cdef class CyScalarLoss(CyLoss):
         array([[2.]])
         """
         Y, U = self._check(y, raw)
-        V = np.ascontiguousarray(v, dtype=np.float64).reshape(U.shape)
+        V = self._direction(v, U)
         out = np.empty_like(U)
         cdef const double[:, ::1] y_ = Y
         cdef const double[:, ::1] u_ = U

@@ -183,7 +183,7 @@ cdef class Multinomial(CyLoss):
         array([[ 0.5, -0.5]])
         """
         Y, U = self._check(y, raw)
-        V = np.ascontiguousarray(v, dtype=np.float64).reshape(U.shape)
+        V = self._direction(v, U)
         P = np.exp(U - U.max(axis=1, keepdims=True))
         P /= P.sum(axis=1, keepdims=True)
         PV = P * V

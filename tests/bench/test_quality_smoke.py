@@ -122,6 +122,36 @@ def test_refit_falls_back_to_a_smaller_model_when_the_tuned_size_fails(monkeypat
     assert "could not be refit" in note
 
 
+def test_refit_falls_back_to_the_largest_converged_model_when_the_tuned_size_fails(
+        monkeypatch):
+    # w8a: the tuned size could not be refit and the largest smaller one stopped
+    # unconverged at the cap: the final model is the largest converged one
+    def fit(prep, task, params, cap_s):
+        m = _features(params)
+        if m == 16384:
+            return {"failed": "ValueError: needs 9255 MiB", "timeout": False}
+        warn = ["ConvergenceWarning: max_iter reached"] if m == 8192 else []
+        return {"time_s": 1.0, "error": 5.0 / m, "solver": "newton-cg", "n_iter": 3,
+                "warnings": warn}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    setting = {"gamma": 0.1, "C": 1.0, "loss": "logistic", "max_blocks": 64}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    assert final["n_features"] == 4096 and final["converged"] and params["max_blocks"] == 16
+    assert "the final model has 4096 features" in note
+
+
+def test_a_size_whose_solver_needs_more_than_the_memory_cap_is_not_proposed():
+    # w8a's 49,749 rows: 8,192 features fit newton-cg in the cap, 16,384 do not (9 GiB)
+    n = 49_749
+    assert quality.ours_params("classification", 0.1, {"C": 1.0}, "logistic", 32, n, 0)
+    assert quality.ours_params("classification", 0.1, {"C": 1.0}, "logistic", 64, n, 0) is None
+    # the estimator itself refuses that fit, naming the memory it needs
+    assert quality.solver_memory("newton-cg", n, 16384, 1, 4) > quality.MEMORY_CAP
+
+
 def _fake_fits(monkeypatch, unconverged=()):
     calls = []
 

@@ -126,15 +126,7 @@ def test_refit_falls_back_to_the_largest_converged_model_when_the_tuned_size_fai
         monkeypatch):
     # w8a: the tuned size could not be refit and the largest smaller one stopped
     # unconverged at the cap: the final model is the largest converged one
-    def fit(prep, task, params, cap_s):
-        m = _features(params)
-        if m == 16384:
-            return {"failed": "ValueError: needs 9255 MiB", "timeout": False}
-        warn = ["ConvergenceWarning: max_iter reached"] if m == 8192 else []
-        return {"time_s": 1.0, "error": 5.0 / m, "solver": "newton-cg", "n_iter": 3,
-                "warnings": warn}
-
-    monkeypatch.setattr(quality, "capped_fit", fit)
+    _fake_fits(monkeypatch, unconverged={8192}, failing={16384})
     setting = {"gamma": 0.1, "C": 1.0, "loss": "logistic", "max_blocks": 64}
     params, final, curve, note = quality.refit_ours(
         SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
@@ -152,12 +144,14 @@ def test_a_size_whose_solver_needs_more_than_the_memory_cap_is_not_proposed():
     assert quality.solver_memory("newton-cg", n, 16384, 1, 4) > quality.MEMORY_CAP
 
 
-def _fake_fits(monkeypatch, unconverged=()):
+def _fake_fits(monkeypatch, unconverged=(), failing=()):
     calls = []
 
     def fit(prep, task, params, cap_s):
         m = _features(params)
         calls.append((m, params["kernel"]))
+        if m in failing:
+            return {"failed": "ValueError: needs 9255 MiB", "timeout": False}
         warn = ["ConvergenceWarning: max_iter reached"] if m in unconverged else []
         return {"time_s": 1.0, "error": 5.0 / m, "solver": "newton-cg", "n_iter": 3,
                 "warnings": warn}

@@ -555,18 +555,17 @@ def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian",
         dtype = "float32"
     else:
         return None
-    solver = OURS_SOLVER["squared" if task == "regression" else loss]
+    if task == "regression":
+        loss = "squared"
+    solver = OURS_SOLVER[loss]
     if solver != "auto":  # "auto" picks a solver that fits, or says why none does
         size = feature_dtype(solver, dtype, ESTIMATOR_TOL).itemsize
         if solver_memory(solver, n, M, 1, size) > MEMORY_CAP:
             return None
-    params = {"loss": loss, "solver": OURS_SOLVER[loss], "gamma": float(gamma),
-              "alpha": alpha_of(reg, n), "max_blocks": blocks, "block_size": block_size,
-              "dtype": dtype, "max_memory": MEMORY_CAP, "random_state": seed, "n_jobs": 1,
-              "kernel": kernel}
-    if task == "regression":
-        params["loss"] = "squared"
-    return params
+    return {"loss": loss, "solver": solver, "gamma": float(gamma),
+            "alpha": alpha_of(reg, n), "max_blocks": blocks, "block_size": block_size,
+            "dtype": dtype, "max_memory": MEMORY_CAP, "random_state": seed, "n_jobs": 1,
+            "kernel": kernel}
 
 
 def estimator(task, params):

@@ -288,3 +288,77 @@ def test_the_cap_stops_the_fit_not_the_scoring():
     assert quality.run_capped(slow_fit, 0.3) == ("timeout", None)
     status, message = quality.run_capped(lambda fitted: 1 / 0, 5.0)
     assert status == "error" and "ZeroDivisionError" in message
+
+
+def test_tuning_tries_each_larger_representation_for_every_loss_before_re_tuning(monkeypatch):
+    # usps: loss by loss, logistic's 4,096 features, its Nystrom fit and its re-tuning
+    # spent the budget before squared's 4,096 features were tried
+    clock = [0.0]
+
+    class FakeBudget(quality.Budget):
+        def used(self):
+            return clock[0]
+
+    walk_cost = {"squared": 0.05, "logistic": 0.2, "hinge": 0.1}  # seconds at 4 blocks
+    solver = {"squared": "cholesky", "logistic": "newton-cg", "hinge": "dual-cd"}
+    seen = []
+
+    def fit(prep, task, params, cap_s):
+        loss, blocks, kernel = params["loss"], params["max_blocks"], params["kernel"]
+        t = walk_cost[loss] * (blocks / 4) ** (1 if loss == "hinge" else 2)
+        clock[0] += t
+        seen.append((loss, blocks, kernel, params["gamma"], params["alpha"]))
+        err = ({"logistic": 1.0, "squared": 1.1, "hinge": 1.2}[loss] - 0.01 * blocks
+               - 0.05 * (kernel == "nystrom"))
+        return {"time_s": t, "error": err, "solver": solver[loss], "n_iter": 1, "warnings": []}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    monkeypatch.setattr(quality, "Budget", FakeBudget)
+    prep = SimpleNamespace(n=500, d=10, X_eval=np.zeros((100, 10)))
+    cfg = {"tune_budget_s": 60.0, "refit_cap_s": 1e6}
+    state = {"hinge_fallback": None, "library_errors": []}
+    best, info = quality.tune_ours("classification", prep, 0, "full", cfg, 500,
+                                   lambda msg: None, state)
+    walk = [s for s in seen if s[1] == quality.TUNE_BLOCKS]
+    after = seen[len(walk):]
+    assert all(s[1] != quality.TUNE_BLOCKS for s in after)
+    firsts = {}  # each loss's walk setting: the larger representations start from it
+    for s in walk:
+        firsts.setdefault(s[0], s[3:])
+    b4, b16 = quality.BLOCKS[0], quality.BLOCKS[1]
+    # stage by stage, every loss in each, cheapest predicted first (hinge's dual-cd
+    # grows as M, the others as M^2), all at the walk's setting; logistic's 16,384
+    # features (predicted 51 s) do not fit in what the budget has left ...
+    stages = [("hinge", b4, "gaussian"), ("squared", b4, "gaussian"),
+              ("logistic", b4, "gaussian"), ("hinge", b16, "gaussian"),
+              ("squared", b16, "gaussian"), ("hinge", b4, "nystrom"),
+              ("squared", b4, "nystrom"), ("logistic", b4, "nystrom")]
+    assert [s[:3] for s in after[:8]] == stages
+    assert all(s[3:] == firsts[s[0]] for s in after[:8])
+    # ... then the re-tuning at the larger representations, best validated first
+    # across the losses: squared's 16,384 features
+    assert after[8][:3] == ("squared", b16, "gaussian") and after[8][3:] != firsts["squared"]
+    assert best["loss"] == "squared" and best["max_blocks"] == b16
+    assert "logistic: 64 blocks not tried" in info["features_note"]
+
+
+def test_a_worker_warms_up_on_its_configuration_shrunk_to_a_few_rows_of_every_class(
+        monkeypatch):
+    made = []
+
+    def spy(task, params):
+        made.append(real(task, params))
+        return made[-1]
+
+    real = quality.estimator
+    monkeypatch.setattr(quality, "estimator", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.arange(200) % 2
+    y[150] = 2  # a class first seen past the warm-up's rows
+    prep = quality.Prepared("classification", X, y, X[:10], y[:10])
+    params = quality.ours_params("classification", 0.5, {"C": 1.0}, "logistic", 4, 200, 0)
+    quality.warm_worker(prep, "classification", params)
+    (est,) = made
+    assert est.n_random_features_ == quality.WARM_FEATURES and est.solver == "newton-cg"
+    assert list(est.classes_) == [0, 1, 2]

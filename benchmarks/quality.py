@@ -26,11 +26,10 @@ timed region), four contenders are scored on the test set:
    ``sum (u - y)^2 + alpha_krr |f|^2``; ``n`` the rows fitted) -- times the
    loss (classification: squared, logistic, hinge, each loss's grid in turn,
    cheapest first), with 1,024 features, in at most ``WALK_SHARE`` of the
-   time budget; then, at each loss's best setting, 4,096 and 16,384
-   features (4 / 16 / 64 blocks of 256) and the ``nystrom`` map's 4,096
-   features of the same kernel (landmarks chosen from the training rows),
-   each stage for every loss, cheapest predicted first, before the next;
-   and at each of these larger representations, best validated first,
+   time budget; then, at each loss's best setting (best validated first),
+   4,096 and 16,384 features (4 / 16 / 64 blocks of 256) and the
+   ``nystrom`` map's 4,096 features of the same kernel (landmarks chosen
+   from the training rows), and at each of these larger representations
    gamma and the penalty tuned again along the grid, all within the same
    time budget; the representation and setting with the best validation
    error are refit on the full training set (a Nystrom model with
@@ -583,34 +582,9 @@ def fit_ours(prep, task, params, fitted=lambda: None):
             "n_iter": int(model.n_iter_), "warnings": warn}
 
 
-# A worker first fits its configuration shrunk to one block of WARM_FEATURES
-# features on WARM_ROWS rows (and a row of every class), untimed.
-WARM_ROWS, WARM_FEATURES = 64, 8
-
-
-def warm_worker(prep, task, params):
-    """Fit ``params`` shrunk to a few features and rows: the forked worker's warm-up.
-
-    A forked worker otherwise pays inside its timed fit the copy-on-write of
-    every page of the parent's interpreter that the fit touches (magic04,
-    128 features: a fresh worker's fit took 52 ms, a warm one 35 ms), which
-    the pipeline, trained in the benchmark's own process after its tuning
-    runs, does not pay.
-    """
-    rows = np.arange(min(prep.n, WARM_ROWS))
-    if task == "classification":  # every class, as in the real fit
-        rows = np.union1d(rows, np.unique(prep.y_raw, return_index=True)[1])
-    small = dict(params, max_blocks=1, block_size=WARM_FEATURES)
-    quiet_fit(estimator(task, small), prep.X[rows], prep.y_raw[rows])
-
-
 def capped_fit(prep, task, params, cap_s):
     """:func:`fit_ours` in a worker stopped after ``cap_s``: a record, or one with ``failed``."""
-    def work(fitted):
-        warm_worker(prep, task, params)
-        return fit_ours(prep, task, params, fitted)
-
-    status, value = run_capped(work, cap_s)
+    status, value = run_capped(lambda fitted: fit_ours(prep, task, params, fitted), cap_s)
     if status == "ok":
         return value
     return {"failed": f"over the {cap_s:.0f} s cap" if status == "timeout" else value,
@@ -622,10 +596,9 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
 
     The walk takes each loss's grid in turn, cheapest loss first, in at
     most :data:`WALK_SHARE` of the budget.  Then, at each loss's best
-    setting, 4,096 features, then 16,384 (if the tuning budget and the refit
-    cap allow), then Nystrom's 4,096, each stage for every loss (cheapest
-    predicted first) before the next; then at each of these larger
-    representations, best validated first, gamma and the penalty re-tuned
+    setting (best validated first), 4,096 features, then 16,384 (if the
+    tuning budget and the refit cap allow), then Nystrom's 4,096, and at
+    each of these larger representations gamma and the penalty re-tuned
     (:func:`_refine`); the trial with the lowest validation error is the
     tuned model.  Each fit runs in a worker stopped when the budget runs
     out, so the cap holds.
@@ -667,60 +640,42 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
             "walk_features": walk_blocks * BLOCK_SIZE}
     if not ok:
         return None, dict(info, time_s=budget.used())
-    # the larger representations at each loss's best setting, one stage at a time
-    # across the losses (4,096 random features, 16,384, then Nystrom's 4,096), each
-    # stage cheapest predicted first; then the re-tuning at the larger
-    # representations, best validated first.  A loss whose 1,024-feature fit is a
-    # little behind may be the one whose larger model the budget affords
-    # (multiclass: squared costs one solve, hinge one per class); usps, loss by
-    # loss: logistic's 4,096 features, its Nystrom fit and its re-tuning spent the
-    # budget before squared's 4,096 features (predicted 5 s) were tried
+    # the larger representations at each loss's best setting, best validated first:
+    # a loss whose 1,024-feature fit is a little behind may be the one whose 4,096
+    # features the budget affords (multiclass: squared costs one solve, hinge one per class)
     by_loss = {}
     for t in sorted(ok, key=lambda t: t["error"]):
         by_loss.setdefault(t["loss"], t)
-    cands = list(by_loss.values())
-    notes = {c["loss"]: [] for c in cands}
-    kernel_notes = {c["loss"]: None for c in cands}
-    for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1]):
-        for cand in sorted(cands, key=lambda c: _features_prediction(trials, c, b, prev)[1]):
-            notes[cand["loss"]].append(
-                _try_features(task, prep, seed, b, prev, n_full, cfg, budget, cand, trials))
-    for cand in sorted(cands, key=lambda c: _nystrom_prediction(trials, c, blocks)):
-        kernel_notes[cand["loss"]] = _try_nystrom(task, prep, seed, blocks, n_full, cfg,
-                                                  budget, cand, trials)
-    tops, larger = {}, []
-    for cand in cands:
+    feature_notes, kernel_notes, candidates = [], [], []
+    for cand in by_loss.values():
+        notes = [_try_features(task, prep, seed, b, prev, n_full, cfg, budget, cand, trials)
+                 for b, prev in zip(blocks, (walk_blocks,) + blocks[:-1])]
+        kernel_note = _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, cand, trials)
         same = [t for t in trials if "error" in t and not t.get("refit_over_cap")
                 and same_setting(t, cand)]
         top = min(same, key=lambda t: t["error"])
-        first = notes[cand["loss"]][0]
-        if top is cand and first and "over the tuning budget" in first:
+        if top is cand and notes[0] and "over the tuning budget" in notes[0]:
             # the budget left no room to validate 4,096 features: refit with them, the
             # estimators' default count, rather than with the walk's smaller model
             top = dict(cand, max_blocks=blocks[0], size_not_validated=True)
-            notes[cand["loss"]][0] += (f"; refit with {blocks[0]} blocks all the same "
-                                       "(the default count)")
+            notes[0] += f"; refit with {blocks[0]} blocks all the same (the default count)"
         else:
-            larger += [t for t in same if t is not cand]
-        tops[cand["loss"]] = top
-    # each larger representation re-tuned while the budget lasts, best validated
-    # first across the losses (the order at the walk's setting may not hold)
-    for rep in sorted(larger, key=lambda t: t["error"]):
-        refined, note = _refine(task, prep, seed, mode, budget, rep, trials)
-        notes[rep["loss"]].append(note)
-        tops[rep["loss"]] = min(tops[rep["loss"]], refined, key=lambda t: t["error"])
-    candidates = [tops[c["loss"]] for c in cands]
-    feature_notes, kernel_note_list = [], []
-    for cand in cands:
+            # each larger representation tried, best validated first, re-tuned
+            # while the budget lasts (the order at the walk's setting may not hold)
+            larger = sorted((t for t in same if t is not cand), key=lambda t: t["error"])
+            for rep in larger:
+                refined, note = _refine(task, prep, seed, mode, budget, rep, trials)
+                notes.append(note)
+                top = min(top, refined, key=lambda t: t["error"])
+        candidates.append(top)
         tag = f"{cand['loss']}: " if len(by_loss) > 1 else ""
-        feature_notes += [tag + m for m in notes[cand["loss"]] if m]
-        if kernel_notes[cand["loss"]]:
-            kernel_note_list.append(tag + kernel_notes[cand["loss"]])
+        feature_notes += [tag + m for m in notes if m]
+        kernel_notes += [tag + kernel_note] if kernel_note else []
     best = min(candidates, key=lambda t: t["error"])
-    for msg in feature_notes + kernel_note_list:
+    for msg in feature_notes + kernel_notes:
         log(f"    ours tune: {msg}")
     return best, dict(info, time_s=budget.used(), features_note="; ".join(feature_notes) or None,
-                      kernel_note="; ".join(kernel_note_list) or None)
+                      kernel_note="; ".join(kernel_notes) or None)
 
 
 def _grown(prev, blocks):
@@ -737,32 +692,18 @@ def _refit_limit(cfg, solver):
     return cfg["refit_cap_s"] * (4 if solver == "cholesky" else 1)
 
 
-def _features_prediction(trials, best, blocks, prev_blocks):
-    """The fit ``best``'s setting with ``blocks`` blocks is predicted from, and the
-    predicted seconds ((None, inf) when no fit with ``prev_blocks`` blocks was made)."""
-    prev = [t for t in trials if t.get("max_blocks") == prev_blocks and "error" in t
-            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
-    return (prev[-1], _grown(prev[-1], blocks)) if prev else (None, float("inf"))
-
-
-def _nystrom_prediction(trials, best, blocks):
-    """Predicted seconds of Nystrom's fit at ``best``'s setting with ``blocks[0]`` blocks:
-    twice a gaussian fit of the same setting and size (the landmarks' kernel and
-    factor), grown from the largest one tried."""
-    same = [t for t in trials if "error" in t and t["max_blocks"] <= blocks[0]
-            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
-    return 2 * _grown(max(same, key=lambda t: t["max_blocks"]), blocks[0])
-
-
 def _try_features(task, prep, seed, blocks, prev_blocks, n_full, cfg, budget, best, trials):
     """The best setting of the walk with ``blocks`` blocks, if affordable; returns a note.
 
     The cost is predicted from the fit with ``prev_blocks`` at the same setting
     (the normal equations and the CG preconditioner grow as M^2, the rest as M).
     """
-    prev, pred = _features_prediction(trials, best, blocks, prev_blocks)
-    if prev is None:
+    prev = [t for t in trials if t.get("max_blocks") == prev_blocks and "error" in t
+            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
+    if not prev:
         return f"{blocks} blocks not tried: no fit with {prev_blocks} blocks to predict from"
+    prev = prev[-1]
+    pred = _grown(prev, blocks)
     reg = reg_of(best)
     params = ours_params(task, best["gamma"], reg, best["loss"], blocks, prep.n, seed)
     full_params = ours_params(task, best["gamma"], reg, best["loss"], blocks, n_full, seed)
@@ -867,7 +808,11 @@ def _try_nystrom(task, prep, seed, blocks, n_full, cfg, budget, best, trials):
     """
     if "nystrom" not in onlinekernel.available_feature_maps():
         return None
-    pred = _nystrom_prediction(trials, best, blocks)
+    same = [t for t in trials if "error" in t and t["max_blocks"] <= blocks[0]
+            and t.get("kernel", "gaussian") == "gaussian" and same_setting(t, best)]
+    # twice a gaussian fit of the same setting and size (the landmarks' kernel and
+    # factor), grown from the largest one tried
+    pred = 2 * _grown(max(same, key=lambda t: t["max_blocks"]), blocks[0])
     if not budget.allows(pred):
         return f"nystrom not tried: predicted {pred:.0f} s, over the tuning budget left"
     reg = reg_of(best)
@@ -1506,8 +1451,8 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
 
     # ours, default (in a worker stopped after default_cap_s)
     def default_fit(fitted):
-        est = estimator(task, {"random_state": args.seed, "n_jobs": 1})
-        warm_worker(full, task, est.get_params())
+        est = (DSGClassifier if task == "classification" else DSGRegressor)(
+            random_state=args.seed, n_jobs=1)
         sec, warn = quiet_fit(est, full.X, full.y_raw)
         fitted()
         err = full.error(chunked_predict(est.predict, full.X_eval), standardised=False)
@@ -1763,7 +1708,7 @@ def markdown_report(report, results, s, cfg, quick):
             f"ours walks in at most {WALK_SHARE:.0%} of its budget (each loss's grid in "
             f"turn, cheapest first), then tries {sizes_text(quick)} random features and "
             f"Nystrom's {sizes_text(quick).split(' and ')[0]} at each loss's best setting "
-            f"(each size for every loss, cheapest first, before the next) and re-tunes gamma and the penalty at the larger representations; a Nystrom "
+            f"and re-tunes gamma and the penalty at the larger representations; a Nystrom "
             f"model is refit with {NYSTROM_REFIT_GROWTH}x its centres where its refit cap "
             f"allows; the pipeline runs with {PIPELINE['n_components']:,} features (and, "
             f"for its curve, each halving of {PIPELINE['n_components']:,} down to "

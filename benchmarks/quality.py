@@ -953,23 +953,18 @@ def refit_ours(full, task, setting, seed, cfg, log):
         if note:  # a larger model would stop sooner
             notes.append(note)
             break
-    smaller = [c for c in curve if c["n_features"] < top and _converged(c)]
-    if unconverged and smaller:
-        # a converged smaller model rather than an unconverged larger one (fashion_mnist:
-        # 4,096 features stopped at the cap after 4 Newton steps, 16.55 % test error)
-        largest = max(smaller, key=n_features)
-        params = params_of(largest["n_features"])
-        final = dict(largest, converged=True)
-        notes.append(f"the tuned {top} features stopped unconverged: the final model is the "
-                     f"converged one with {final['n_features']} features")
-    elif final is None and curve:
-        # the largest converged model, else the last one (w8a: the 8,192 features'
-        # ladder stopped at the cap after 2 Newton steps, 2.82 % test error)
-        done = [c for c in curve if _converged(c)]
+    # the fallback: the largest converged smaller model, rather than an unconverged
+    # tuned one (fashion_mnist: 4,096 features stopped at the cap after 4 Newton
+    # steps, 16.55 % test error) or one that could not be refit (w8a: its 8,192
+    # features' ladder stopped at the cap after 2 Newton steps, 2.82 %), else the
+    # last model tried
+    done = [c for c in curve if c["n_features"] < top and _converged(c)]
+    if (unconverged and done) or (final is None and curve):
         last = max(done, key=n_features) if done else curve[-1]
         params = params_of(last["n_features"])
         final = dict(last, converged=_converged(last))
-        notes.append(f"the tuned {top} features could not be refit: the final model has "
+        why = "stopped unconverged" if unconverged else "could not be refit"
+        notes.append(f"the tuned {top} features {why}: the final model has "
                      f"{last['n_features']} features")
     return params, final, curve, "; ".join(notes) or None
 

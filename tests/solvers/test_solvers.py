@@ -179,6 +179,27 @@ def test_newton_warm_start_and_cap():
     assert resumed.converged
 
 
+@pytest.mark.parametrize("solve", [solve_newton_cg, solve_lbfgs])
+def test_tol_is_relative_to_the_zero_model_whatever_the_start(solve):
+    # A path of penalties starts each solve at the last one's solution; measured
+    # from that start's own (tiny) gradient, tol would ask for ever more steps.
+    p, _, _ = _problem("logistic", _xor, alpha=1e-6)
+    cold = solve(p, tol=1e-6)
+    zero = Problem.norm(*p.gradient(np.zeros_like(cold.coef),
+                                    np.zeros((p.features.shape[0], 1))))
+    assert cold.converged
+    at_optimum = solve(p, tol=1e-4, coef=cold.coef, intercept=cold.intercept)
+    assert at_optimum.converged and at_optimum.n_iter == 0
+    g = Problem.norm(*p.gradient(at_optimum.coef, p.raw(at_optimum.coef,
+                                                        at_optimum.intercept)))
+    assert at_optimum.gradient_norm == pytest.approx(g / zero)
+    # the reference holds for every penalty (the penalty's gradient vanishes at zero)
+    p.lam *= 100.0
+    moved = solve(p, tol=1e-4, coef=cold.coef, intercept=cold.intercept)
+    assert moved.converged and moved.n_iter >= 1
+    assert p.reference_gradient_norm(cold.coef, cold.intercept, 0.0) == pytest.approx(zero)
+
+
 def test_choose_solver_by_curvature_and_memory():
     assert choose_solver(get_loss("squared"), 1000, 4096, 1, 8, 1 << 31) == "cholesky"
     assert choose_solver(get_loss("huber"), 1000, 4096, 1, 8, 1 << 31) == "newton-cg"

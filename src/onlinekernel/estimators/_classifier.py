@@ -225,7 +225,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         (``ConvergenceWarning``).
     tol : float or None, default=1e-4
         Stopping tolerance.  Batch solvers: the gradient norm relative to
-        its value at the start (``"dual-cd"``: the relative duality gap).
+        its value at the zero model, whatever the start (``"dual-cd"``: the
+        relative duality gap).
         ``"sgd"``: stop when the score has not improved by ``tol`` for
         ``n_iter_no_change`` epochs (scikit-learn's ``SGDClassifier`` rule);
         ``None`` runs all ``max_iter`` epochs.

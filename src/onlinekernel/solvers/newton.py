@@ -1,7 +1,9 @@
 """Second-order batch solvers: Cholesky for quadratic losses, Newton-CG for smooth ones.
 
 Both minimise :class:`~onlinekernel.solvers.problem.Problem`'s objective and
-stop on the relative gradient norm ``|grad J| <= tol * |grad J(start)|``.
+stop on the relative gradient norm ``|grad J| <= tol * |grad J(0)|``, the
+gradient at the zero model (:meth:`Problem.reference_gradient_norm`: a
+warm start does not tighten the rule).
 
 * :func:`solve_cholesky` is for losses of ``curvature = "constant"`` (the
   squared loss): their Hessian ``Phi^T D Phi + lam I`` does not depend on the
@@ -382,7 +384,7 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
         protocol has one); it converges for ``curvature`` ``"smooth"`` or
         ``"constant"``.
     tol : float, default=1e-4
-        Stop when ``|grad J| <= tol * |grad J(start)|``.
+        Stop when ``|grad J| <= tol * |grad J(0)|`` (at the zero model).
     max_iter : int, default=100
         Newton steps at most.
     coef, intercept : ndarray, optional
@@ -399,7 +401,7 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     callback : callable, optional
         Called after each Newton step as ``callback(n_iter, objective=...,
         gradient_norm=..., CG_iterations=..., step=...)``: the objective,
-        the gradient norm relative to the start's, the conjugate-gradient
+        the gradient norm relative to the zero model's, the conjugate-gradient
         iterations the step took and its line-search length; an
         estimator's ``verbose`` passes its progress printer here.
 
@@ -437,8 +439,8 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     U = problem.raw(C, b)
     f = problem.value(C, U)
     gC, gb = problem.gradient(C, U)
-    g0 = max(Problem.norm(gC, gb), np.finfo(float).tiny)
-    gnorm = g0
+    gnorm = Problem.norm(gC, gb)
+    g0 = problem.reference_gradient_norm(C, b, gnorm)
     converged = False
     it = 0
     while it < max_iter:
@@ -506,14 +508,14 @@ def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, cal
         Its loss needs ``loss`` and ``gradient``; it converges for
         ``curvature`` ``"smooth"`` or ``"constant"``.
     tol : float, default=1e-4
-        Stop when ``|grad J| <= tol * |grad J(start)|``.
+        Stop when ``|grad J| <= tol * |grad J(0)|`` (at the zero model).
     max_iter : int, default=1000
         L-BFGS iterations at most.
     coef, intercept : ndarray, optional
         The start (warm start); zero by default.
     callback : callable, optional
         Called after each iteration as ``callback(n_iter, objective=...,
-        gradient_norm=...)`` (the gradient norm relative to the start's);
+        gradient_norm=...)`` (the gradient norm relative to the zero model's);
         an estimator's ``verbose`` passes its progress printer here.
 
     Returns
@@ -550,7 +552,7 @@ def solve_lbfgs(problem, tol=1e-4, max_iter=1000, coef=None, intercept=None, cal
 
     x0 = np.concatenate([C.ravel()] + ([b] if problem.fit_intercept else []))
     fun(x0)
-    g0 = max(last["g"], np.finfo(float).tiny)
+    g0 = problem.reference_gradient_norm(C, b, last["g"])
     state = {"n": 0, "converged": last["g"] <= tol * g0}
 
     def on_iteration(intermediate_result):

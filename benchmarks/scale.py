@@ -136,7 +136,7 @@ def prepare(name, data_dir, quick):
 
 def scale_gamma(X):
     """``1 / (d Var X)``: scikit-learn's ``gamma="scale"``."""
-    return 1.0 / (X.shape[1] * float(X.var()))
+    return 1.0 / (X.shape[1] * float(X.var(dtype=np.float64)))
 
 
 def chunks(n, rows, passes, seed=100):
@@ -373,6 +373,11 @@ def _child(conn, task, name, data_dir, quick, threads, args):
                 result = stream(args["spec"], X, y, Xt, yt, args["chunk_rows"], args["passes"],
                                 log=make_logger())
             elif task == "batch":
+                # the rows in the model's precision, as a user holding float32 data
+                # passes them: fit would convert them anyway, and a float64 copy
+                # kept alongside is the harness's memory, not the model's
+                dt = args["setting"].get("dtype", "float64")
+                X, Xt = X.astype(dt, copy=False), Xt.astype(dt, copy=False)
                 result = batch_fit(args["setting"], X, y, Xt, yt, threads)
             elif task == "svc":
                 result = svc_fit(X, y, Xt, yt, args.get("rows"))

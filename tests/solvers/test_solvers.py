@@ -635,6 +635,27 @@ def test_solvers_reach_the_same_optimum_on_a_factored_map(solver):
     np.testing.assert_allclose(sols[0].intercept, sols[1].intercept, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("model", [np.float64, np.float32])
+def test_a_nystrom_operator_keeps_b_in_the_model_s_precision(model):
+    """Nystrom's factor asks a float64 model for a float64 B even with float32
+    features (L^-1 amplifies B's rounding); a float32 model keeps B in float32."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 4))
+    fmap = get_feature_map("nystrom", n_components=32, gamma=0.3).bind(4).fit(X, 1, 2)
+    op = FeatureOperator(fmap, seed=1, n_blocks=2, X=X.astype(model), max_bytes=1 << 30,
+                         dtype=np.float32)
+    assert op.factored and op.cached
+    assert op.dtype == model and op._Phi.dtype == model
+    Phi = _phi(fmap, 1, 2, X)
+    C = rng.normal(size=(64, 1))
+    rtol = 1e-9 if model == np.float64 else 1e-3
+    np.testing.assert_allclose(op.matvec(C), Phi @ C, rtol=rtol, atol=rtol)
+    # the landmarks' rows (FALKON's preconditioner) in the precision asked for
+    rows = op.sample_rows(np.float32)
+    assert rows.dtype == np.float32 and rows.flags.f_contiguous
+    np.testing.assert_allclose(rows, op.sample_rows(), rtol=1e-6, atol=1e-6)
+
+
 def test_a_nystrom_operator_preconditions_from_its_landmarks():
     """A constant-curvature loss builds FALKON's preconditioner from the landmarks'
     features (``sqrt(M) L``, no whitening of drawn rows) and reaches the exact optimum."""

@@ -236,8 +236,9 @@ class _Preconditioner:
         if getattr(problem.loss, "curvature", None) == "constant" and size < n and total > 0:
             # the same curvature on every row: the map's own sample of the data
             # (FALKON's landmarks) estimates the Hessian as well as drawn rows, and
-            # its features cost no whitening (kin40k, 8,192 Nystrom features: 22 s of 31)
-            free = getattr(problem.features, "sample_rows", lambda: None)()
+            # its features cost no whitening (kin40k, 8,192 Nystrom features: 22 s of 31);
+            # fetched in float32 first, and again in float64 only if the ridge needs it
+            free = getattr(problem.features, "sample_rows", lambda dtype: None)(np.float32)
         if free is not None:
             Phi, d = free, np.full(free.shape[0], total / free.shape[0])
         elif size >= n or not total > 0:
@@ -256,17 +257,21 @@ class _Preconditioner:
         # well below the ridge that sets the smallest eigenvalues
         scale = float(d.sum()) * float(np.mean(np.square(Phi[:64], dtype=np.float64)))
         dt = np.float32 if problem.lam >= _FLOAT32_RIDGE * scale else np.float64
+        if free is not None and dt == np.float64:
+            Phi = free = None  # the float32 rows go before the float64 ones come
+            Phi = free = problem.features.sample_rows(np.float64)
         self.fit_intercept = problem.fit_intercept
         size = M + 1 if self.fit_intercept else M
         A = np.empty((size, size), dtype=dt)
         if free is not None and _lower_triangular(Phi):
             # the map's rows are a triangular factor with one weight (Nystrom's
             # sqrt(M) L): w L^T L by LAPACK's lauum, a third of the flops of a
-            # product; the rows are let go before the product is copied in
-            # (8,192 landmarks: 512 MiB each)
+            # product, in place on the rows themselves (8,192 landmarks: 256 MiB in
+            # float32, 512 MiB in float64)
             colsum = Phi.sum(axis=0, dtype=np.float64) if self.fit_intercept else None
-            G = _triangular_gram(Phi.astype(dt, copy=False))
+            G = np.asfortranarray(Phi, dtype=dt)  # the map's new array: lauum overwrites it
             free = Phi = None
+            G = _triangular_gram(G)
             A[:M, :M] = G
             A[:M, :M] += G.T  # both triangles: the retries below restore one from the other
             A[np.diag_indices(M)] -= np.diag(G)
@@ -323,9 +328,10 @@ def _lower_triangular(P):
 
 def _triangular_gram(L):
     """``L^T L`` of a lower triangular ``L`` by LAPACK's ``lauum``, in its lower
-    triangle; the strict upper one keeps ``L``'s zeros."""
+    triangle; the strict upper one keeps ``L``'s zeros.  A Fortran-ordered ``L``
+    is overwritten (no second ``M x M`` array)."""
     lauum, = linalg.get_lapack_funcs(("lauum",), (L,))
-    G, info = lauum(np.asfortranarray(L), lower=1)
+    G, info = lauum(np.asfortranarray(L), lower=1, overwrite_c=1)
     if info != 0:
         raise linalg.LinAlgError(f"lauum failed with info={info}")
     return G

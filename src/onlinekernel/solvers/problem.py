@@ -180,12 +180,11 @@ class Problem:
 
         ``gnorm`` is the gradient's norm at a solver's start ``(C, b)``: a
         zero start is the zero model; any other start costs one gradient at
-        zero.
-        Measured from a warm start's own gradient instead, a start near the
-        optimum would ask for an ever smaller gradient (a path of penalties,
-        each solve started from the last one's solution: Huber at alpha =
-        1e-9 ran 1,000 Newton steps at 3e-3 of a 1e-3 target); LIBLINEAR
-        measures from zero for the same reason.  The penalty's gradient
+        zero.  Measured from a warm start's own gradient instead, a start
+        near the optimum would ask for an ever smaller gradient (a path of
+        penalties, each solve started from the last one's solution: Huber at
+        alpha = 1e-9 ran 1,000 Newton steps at 3e-3 of a 1e-3 target);
+        LIBLINEAR measures from zero for the same reason.  The penalty's gradient
         vanishes at zero, so the value holds for every ``alpha`` and is kept.
         """
         if self._zero_gradient_norm is None:

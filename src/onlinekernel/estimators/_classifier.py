@@ -109,12 +109,13 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         minimises the mean loss plus ``alpha / 2`` times the squared norm
         (an SVC's ``C`` on ``n`` rows is ``alpha = 1 / (C n)``).  Each
         stochastic step shrinks the coefficients by ``1 - step * alpha``.
-        The default stays a number by measurement (``benchmarks/quality.py``,
-        ten classification sets): ``"auto"`` gained a9a (16.3 % -> 15.5 %)
-        but lost ijcnn1 (2.1 % -> 2.6 %, its test rows differ from its
-        training rows) and took 2 to 8 times as long (multiclass sets the
-        most: pendigits over 120 s where 1e-6 takes 20 s); the regressors,
-        whose Cholesky path costs little, default to ``"auto"``.
+        The default stays a number by measurement (the full training sets of
+        seven classification sets of ``benchmarks/quality.py``, one
+        thread): ``"auto"`` gained a9a (16.35 % -> 15.24 %) but lost ijcnn1
+        (2.10 % -> 2.30 %, its test rows differ from its training rows) and
+        magic04 (12.38 % -> 12.99 %), and took 1.1 to 4.6 times as long
+        (letter 262 s where 1e-6 takes 78 s); the regressors, whose Cholesky
+        path costs little, default to ``"auto"``.
         ``"auto"``: where ``fit`` runs a batch solver, the penalty of least
         error (classifiers; the mean loss for regressors) on about
         ``validation_fraction`` of the rows held out, over ``10^-k`` for

@@ -1446,8 +1446,7 @@ def run_dataset(name, args, mode, cfg, cache, cache_path, state, log, kept):
 
     # ours, default (in a worker stopped after default_cap_s)
     def default_fit(fitted):
-        est = (DSGClassifier if task == "classification" else DSGRegressor)(
-            random_state=args.seed, n_jobs=1)
+        est = estimator(task, {"random_state": args.seed, "n_jobs": 1})
         sec, warn = quiet_fit(est, full.X, full.y_raw)
         fitted()
         err = full.error(chunked_predict(est.predict, full.X_eval), standardised=False)

@@ -51,11 +51,7 @@ class _Whitening:
         self.width = C.shape[0]
 
     def base(self, X, dtype):
-        """``B = k(X, C)`` in ``dtype``, by row tiles: never a float64 copy of a float32 ``B``."""
-        out = np.empty((X.shape[0], self.width), dtype=dtype)
-        for r in range(0, X.shape[0], KERNEL_TILE):
-            out[r:r + KERNEL_TILE] = self.fmap.kernel(X[r:r + KERNEL_TILE], self.C)
-        return out
+        return self.fmap.kernel(X, self.C, dtype)
 
     def apply(self, coef):
         """``T coef``: ``(m, K)`` from ``(M, K)``."""
@@ -75,12 +71,11 @@ class _Whitening:
 
         ``k(C, C) = L L^T`` up to the jitter, so ``k(C, C) T = scale L``: no
         kernel values and no triangular solves (FALKON builds its
-        preconditioner from these rows).  Filled by column tiles, so a
-        float32 copy needs no float64 temporary of its size.
+        preconditioner from these rows).  Scaled straight into the result,
+        so a float32 copy needs no float64 temporary of its size.
         """
         out = np.zeros((self.width, self.M), dtype=dtype, order="F")
-        for j in range(0, self.width, KERNEL_TILE):
-            out[:, j:j + KERNEL_TILE] = self.scale * self.L[:, j:j + KERNEL_TILE]
+        np.multiply(self.L, self.scale, out=out[:, :self.width], casting="same_kind")
         return out
 
 
@@ -267,14 +262,16 @@ cdef class Nystrom(CyFeatureMap):
             raise AttributeError("nystrom: landmarks_ exists after fit()")
         return self._landmarks
 
-    def kernel(self, X, Y):
-        """The exact base kernel matrix between the rows of ``X`` and ``Y``."""
-        X, Y = _dense(X), _dense(Y)
-        out = np.empty((X.shape[0], Y.shape[0]))
-        # by row tiles: a base kernel's temporaries of a tile stay small (the whole
-        # 32,000 x 8,192 matrix at once took 3.8x as long: fresh pages for each temporary)
+    def kernel(self, X, Y, dtype=np.float64):
+        """The exact base kernel matrix between the rows of ``X`` and ``Y``, in ``dtype``."""
+        X, Y = (X if sp.issparse(X) else np.asarray(X)), _dense(Y)
+        out = np.empty((X.shape[0], Y.shape[0]), dtype=dtype)
+        # by row tiles, each made float64 on its own: a base kernel's temporaries of a
+        # tile stay small (the whole 32,000 x 8,192 matrix at once took 3.8x as long:
+        # fresh pages for each temporary), and a float32 result or input has no
+        # float64 copy of its size
         for s in range(0, X.shape[0], KERNEL_TILE):
-            out[s:s + KERNEL_TILE] = self._base.kernel(X[s:s + KERNEL_TILE], Y)
+            out[s:s + KERNEL_TILE] = self._base.kernel(_dense(X[s:s + KERNEL_TILE]), Y)
         return out
 
     # ------------------------------------------------------------------ #

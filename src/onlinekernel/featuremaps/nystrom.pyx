@@ -12,6 +12,7 @@ from libc.stdint cimport uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.core.linalg cimport real
 from onlinekernel.core import streams as _random
+from onlinekernel.core.cholesky import jittered_cholesky
 from onlinekernel.core.params import params_eq
 
 # Landmark rules (the ``sampling`` parameter).
@@ -400,28 +401,35 @@ cdef class Nystrom(CyFeatureMap):
         return np.argsort(-key, kind="stable")[:m]
 
     def _factorize(self, C):
-        """Cholesky factor of K_CC + jitter * mean(diag) I, the jitter grown until it factors."""
-        K = np.asarray(self._base.kernel(C, C), dtype=np.float64)
+        """Cholesky factor of K_CC + jitter * mean(diag) I, the jitter grown until it factors.
+
+        Factored in place (:func:`~onlinekernel.core.cholesky.jittered_cholesky`):
+        the kernel's values are symmetric, so its upper triangle is the matrix.
+        """
+        K = np.ascontiguousarray(self._base.kernel(C, C), dtype=np.float64)
         if K.shape != (C.shape[0], C.shape[0]) or not np.isfinite(K).all():
             raise ValueError(f"nystrom: the base kernel {self.base_kernel!r} gave a "
                              f"non-finite or misshapen matrix on the landmarks")
-        K = (K + K.T) / 2.0
         level = float(np.mean(np.diag(K)))
         if not level > 0.0:
             raise ValueError(f"nystrom: the base kernel {self.base_kernel!r} has k(x, x) <= 0 "
                              f"on average at the landmarks: not a positive definite kernel")
-        jitter = self.jitter
-        while True:
-            try:
-                return scipy.linalg.cholesky(K + (jitter * level) * np.eye(K.shape[0]),
-                                             lower=True, check_finite=False)
-            except np.linalg.LinAlgError:
+
+        def jitters():
+            jitter = self.jitter
+            while True:
+                yield jitter * level
                 if jitter >= MAX_JITTER:
-                    raise ValueError(
-                        f"nystrom: the landmarks' kernel matrix does not factor even with a "
-                        f"jitter of {MAX_JITTER} of its mean diagonal: the base kernel "
-                        f"{self.base_kernel!r} is not positive definite") from None
+                    return
                 jitter = min(MAX_JITTER, max(jitter, 1e-12) * JITTER_GROWTH)
+
+        try:
+            return jittered_cholesky(K, jitters())[0]
+        except np.linalg.LinAlgError:
+            raise ValueError(
+                f"nystrom: the landmarks' kernel matrix does not factor even with a "
+                f"jitter of {MAX_JITTER} of its mean diagonal: the base kernel "
+                f"{self.base_kernel!r} is not positive definite") from None
 
     def _blocks(self):
         """Per block j, the rows ``:e`` and columns ``jF:e`` of ``sqrt(M) L^{-T}``.

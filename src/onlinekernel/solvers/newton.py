@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
+from onlinekernel.core.cholesky import jittered_cholesky
 from onlinekernel.solvers.problem import Problem, Solution
 
 __all__ = ["solve_cholesky", "solve_newton_cg"]
@@ -271,10 +272,9 @@ class _Preconditioner:
             colsum = Phi.sum(axis=0, dtype=np.float64) if self.fit_intercept else None
             G = np.asfortranarray(Phi, dtype=dt)  # the map's new array: lauum overwrites it
             free = Phi = None
-            G = _triangular_gram(G)
-            A[:M, :M] = G
-            A[:M, :M] += G.T  # both triangles: the retries below restore one from the other
-            A[np.diag_indices(M)] -= np.diag(G)
+            # the Gram matrix in G's lower triangle is A's upper one, all the
+            # factorisation reads (A's lower triangle gets G's zeros)
+            A[:M, :M] = _triangular_gram(G).T
             del G
             A[:M, :M] *= dt(d[0])
             if self.fit_intercept:
@@ -291,21 +291,12 @@ class _Preconditioner:
         if self.fit_intercept:
             A[M, M] += max(problem.lam, 1e-12 * max(A[M, M], 1.0))
         scale = max(float(np.trace(A, dtype=np.float64)) / size, 1e-300)
-        # factored in place: A is symmetric, so A.T is the same matrix in Fortran
-        # order, which LAPACK overwrites without a copy; a failed attempt spoils
-        # only the lower triangle, restored from the upper one for the next
-        V, diag = A.T, A.diagonal().copy()
-        for jitter in (1e-7, 1e-5, 1e-3):  # float32 rounding can leave A barely indefinite
-            V[np.diag_indices(size)] = diag + dt(jitter * scale)
-            try:
-                self.factor = linalg.cho_factor(V, lower=True, overwrite_a=True,
-                                                check_finite=False)
-                break
-            except linalg.LinAlgError:
-                for j in range(size - 1):
-                    V[j + 1:, j] = V[j, j + 1:]
-        else:
-            raise linalg.LinAlgError("the sampled Hessian is not positive definite")
+        # float32 rounding can leave A barely indefinite
+        try:
+            L, _ = jittered_cholesky(A, (j * scale for j in (1e-7, 1e-5, 1e-3)), clean=False)
+        except np.linalg.LinAlgError:
+            raise linalg.LinAlgError("the sampled Hessian is not positive definite") from None
+        self.factor = (L, True)
 
     def solve(self, rC, rb):
         """``P^{-1} (rC, rb)``."""

@@ -9,6 +9,9 @@
   objectives share as scikit-learn parameter objects.
 * :mod:`~onlinekernel.core.curvature` -- the second-order side of the loss
   protocol, used by the batch solvers.
+* :mod:`~onlinekernel.core.cholesky` -- Cholesky factors of large symmetric
+  matrices in place, with a growing jitter (Nystrom's landmarks, the
+  preconditioner of the batch solvers).
 * :mod:`~onlinekernel.core.splits` and :mod:`~onlinekernel.core.progress` --
   seeded held-out splits and the ``verbose`` progress lines.
 

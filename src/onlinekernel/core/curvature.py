@@ -17,6 +17,12 @@ loss protocol:
     multinomial 1/2); the step of the variance-reduced solvers
     (:mod:`onlinekernel.solvers.variance_reduced`) follows from it.  When
     it is missing they estimate it from the curvature at the start.
+``separable_outputs`` (optional, default False)
+    True when the loss of a row is a sum of one term per output (every
+    elementwise loss applied one-vs-rest), so that its Hessian is block
+    diagonal, one block per output; ``newton-cg`` then runs one
+    conjugate-gradient recurrence per output.  The multinomial loss couples
+    its outputs.
 ``hessian_product(y, raw, v)``
     Per row, the Hessian of the loss with respect to ``raw`` times ``v``
     (shape ``(n, k)``).  The default below takes central differences of the

@@ -72,6 +72,11 @@ class Loss(ParamsMixin, ABC):
     #: Hessian in the raw outputs, over all targets and outputs (logistic
     #: 1/4); sets the step of solvers "svrg" and "sarah" (None: estimated).
     curvature_bound = None
+    #: Whether the loss of a row is a sum of one term per output (an
+    #: elementwise loss applied to each output), so that its Hessian is
+    #: block diagonal: "newton-cg" then solves each output's block with its
+    #: own conjugate-gradient steps.
+    separable_outputs = False
     #: Constructor parameters in the target's units (rescaled with the targets).
     target_unit_params = ()
 

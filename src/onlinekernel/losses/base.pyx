@@ -59,6 +59,8 @@ cdef class CyLoss(CyParams):
     # the target's scale when a regressor standardises its targets).
     curvature = None
     target_unit_params = ()
+    # whether each output's loss is a term of its own (a block-diagonal Hessian)
+    separable_outputs = False
 
     cdef double row_loss(self, const double* y, const double* raw, Py_ssize_t k) noexcept nogil:
         return 0.0
@@ -153,6 +155,7 @@ cdef class CyLoss(CyParams):
 
 cdef class CyScalarLoss(CyLoss):
     """Base class of elementwise compiled losses: implement ``value`` and ``deriv``."""
+    separable_outputs = True  # one term per output
 
     cdef double value(self, double y, double raw) noexcept nogil:
         return 0.0
@@ -240,6 +243,10 @@ cdef class PyLossAdapter(CyLoss):
     @property
     def target_unit_params(self):
         return tuple(getattr(self.loss_obj, "target_unit_params", ()))
+
+    @property
+    def separable_outputs(self):
+        return bool(getattr(self.loss_obj, "separable_outputs", False))
 
     def hessian_product(self, y, raw, v):
         """The Python loss's own ``hessian_product``, its shape checked."""

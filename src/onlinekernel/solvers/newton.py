@@ -331,18 +331,34 @@ def _triangular_gram(L):
 def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
     """Approximately solve ``H p = -g`` by (preconditioned) conjugate gradients from p = 0.
 
-    Stops when the residual's norm is ``rtol`` times the gradient's.
+    Stops when the residual's norm is ``rtol`` times the gradient's.  A
+    loss whose outputs are separable (``separable_outputs``: its Hessian is
+    block diagonal, one block per output) gets one recurrence per output --
+    its own step lengths, sharing the Hessian products -- which is ``K``
+    independent solves, each as good as CG makes it; one recurrence over all
+    outputs would take one step length for blocks of different spectra
+    (usps, 4,096 features, squared hinge one-vs-rest on 10 classes: 216
+    products instead of 300 over the fit's 10 Newton steps, the fit 1.29x
+    faster; fashion_mnist, 2,048 Nystrom features, squared loss: 24 instead
+    of 27; the same models).
     Returns the step, its raw outputs ``Phi pC + pb`` (summed from the
     directions' outputs that the Hessian products compute anyway, which
     saves the line search a pass over the features; ``None`` when the step
     is the steepest descent) and the number of Hessian products spent.
     """
+    per_output = gC.shape[1] > 1 and bool(getattr(problem.loss, "separable_outputs", False))
+
+    def dot(aC, ab, bC, bb):
+        if per_output:
+            return np.einsum("ij,ij->j", aC, bC) + ab * bb
+        return float(np.einsum("ij,ij->", aC, bC) + ab @ bb)
+
     pC, pb = np.zeros_like(gC), np.zeros_like(gb)
     pU = np.zeros_like(U)
     rC, rb = -gC, -gb
     zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
     dC, db = zC.copy(), zb.copy()
-    rz = float(np.einsum("ij,ij->", rC, zC) + rb @ zb)
+    rz = dot(rC, rb, zC, zb)
     stop = rtol ** 2 * float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
     used = 0
     for _ in range(max_cg):
@@ -350,18 +366,22 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
             break
         hC, hb, V = problem.hessian_product(U, dC, db, outputs=True)
         used += 1
-        dHd = float(np.einsum("ij,ij->", dC, hC) + db @ hb)
-        if dHd <= 0:  # no curvature along d (cannot happen with lam > 0)
+        dHd = dot(dC, db, hC, hb)
+        if per_output:  # an output already solved has a zero direction
+            a = np.divide(rz, dHd, out=np.zeros_like(rz), where=dHd > 0)
+        elif dHd <= 0:  # no curvature along d (cannot happen with lam > 0)
             break
-        a = rz / dHd
+        else:
+            a = rz / dHd
         pC += a * dC
         pb += a * db
         pU += a * V
         rC -= a * hC
         rb -= a * hb
         zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
-        rz_new = float(np.einsum("ij,ij->", rC, zC) + rb @ zb)
-        beta = rz_new / rz
+        rz_new = dot(rC, rb, zC, zb)
+        beta = (np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0) if per_output
+                else rz_new / rz)
         dC = zC + beta * dC
         db = zb + beta * db
         rz = rz_new

@@ -288,3 +288,41 @@ def test_the_cap_stops_the_fit_not_the_scoring():
     assert quality.run_capped(slow_fit, 0.3) == ("timeout", None)
     status, message = quality.run_capped(lambda fitted: 1 / 0, 5.0)
     assert status == "error" and "ZeroDivisionError" in message
+
+
+def test_retime_exact_refits_the_cached_machines_and_recomputes_the_checks(data_dir, tmp_path,
+                                                                          monkeypatch):
+    """A quick run's files made into a full run's (its tiny sets fit under every cap), then
+    --retime-exact: the exact machine's fit is timed again, the first time kept, the checks
+    follow the new time; a cache whose machine does not score its cached error is refused."""
+    out, cache = tmp_path / "out", tmp_path / "exact.json"
+    common = ["--data-dir", str(data_dir), "--output-dir", str(out), "--exact-cache", str(cache),
+              "--no-plot", "--no-readme", "--datasets", "disc"]
+    quality.main(common + ["--quick"])
+    report = json.loads((out / "quality_quick.json").read_text())
+    report["mode"] = "full"
+    (out / "quality.json").write_text(json.dumps(report))
+    c = json.loads(cache.read_text())
+    c["entries"] = {"disc": c["entries"]["disc@quick"]}
+    cache.write_text(json.dumps(c))
+    slow = dict(report["results"]["disc"]["exact"], fit_time_s=1e6)  # checks must follow
+    report["results"]["disc"]["exact"] = slow
+    (out / "quality.json").write_text(json.dumps(report))
+    first = c["entries"]["disc"]["fit_time_s"]
+
+    again = quality.main(common + ["--retime-exact"])
+    exact = again["results"]["disc"]["exact"]
+    assert exact["fit_time_s"] < 1e6 and exact["timed"] == again["exact_retimed"]["date"]
+    ch = again["results"]["disc"]["checks"]
+    assert ch["ours_time_to_exact_tol_s"] is not None  # ours learns the disc
+    assert ch["ours_over_exact_time"] == pytest.approx(
+        ch["ours_time_to_exact_tol_s"] / exact["fit_time_s"])
+    entry = json.loads(cache.read_text())["entries"]["disc"]
+    assert entry["fit_time_s_first"] == first and entry["fit_time_s"] == exact["fit_time_s"]
+    assert "measured again on" in (out / "quality.md").read_text()
+
+    c = json.loads(cache.read_text())
+    c["entries"]["disc"]["test_error"] += 1.0
+    cache.write_text(json.dumps(c))
+    with pytest.raises(SystemExit, match="not the same model"):
+        quality.main(common + ["--retime-exact"])

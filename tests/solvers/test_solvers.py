@@ -711,7 +711,6 @@ def test_the_landmark_preconditioner_by_lauum_is_the_product(monkeypatch, fit_in
     np.testing.assert_allclose(zb, eb, rtol=tol)
 
 
-
 class _Coupled:
     """A loss as given, but declared not separable: one CG recurrence for all outputs."""
     separable_outputs = False

@@ -79,7 +79,8 @@ def test_sandwich_is_both_products_in_one_pass(kind, dtype, monkeypatch):
     op = FeatureOperator(fmap, seed=5, n_blocks=2, X=X, max_bytes=0 if kind == "regenerated"
                          else 1 << 30, dtype=dtype)
     assert op.cached == (kind != "regenerated") and op.factored == (kind == "nystrom")
-    monkeypatch.setattr(features, "_SANDWICH_BYTES", 17 * op._width * op.dtype.itemsize)
+    for name in ("_SANDWICH_BYTES", "_SANDWICH_BYTES_THREADED"):
+        monkeypatch.setattr(features, name, 17 * op._width * op.dtype.itemsize)
     C = rng.normal(size=(op.shape[1], 2))
     d = rng.uniform(0.5, 2.0, size=(203, 1))
     batches = []
@@ -709,6 +710,26 @@ def test_the_landmark_preconditioner_by_lauum_is_the_product(monkeypatch, fit_in
     tol = 1e-4 if alpha > 1e-3 else 1e-6
     np.testing.assert_allclose(zC, eC, rtol=tol, atol=tol * np.abs(eC).max())
     np.testing.assert_allclose(zb, eb, rtol=tol)
+
+
+def test_sandwich_tiles_follow_the_blas_threads():
+    """One BLAS thread: tiles of 512 KiB (the products' working set shares the cache);
+    more: 2 MiB, which a threaded BLAS splits; at least 16 rows and 2 K rows."""
+    from threadpoolctl import threadpool_limits
+
+    import onlinekernel.solvers.features as features
+    from onlinekernel.core.threads import one_blas_thread
+
+    assert features._sandwich_rows(4096, 1, 8, 1) == 16
+    assert features._sandwich_rows(4096, 1, 8, 2) == 64
+    assert features._sandwich_rows(8192, 10, 4, 2) == 64
+    assert features._sandwich_rows(1024, 10, 8, 1) == 64
+    assert features._sandwich_rows(8192, 26, 8, 1) == 52
+    np.ones(2) @ np.ones(2)  # numpy's BLAS is loaded
+    with threadpool_limits(1):
+        assert one_blas_thread.blas_threads() == 1
+    with one_blas_thread:
+        assert one_blas_thread.blas_threads() == 1
 
 
 class _Coupled:

@@ -33,12 +33,27 @@ class OneBlasThread:
         self._libs = None
         self._saved = []
 
+    def _controllers(self):
+        """The process's BLAS libraries (threadpoolctl's controllers), found once."""
+        if self._libs is None:
+            from threadpoolctl import ThreadpoolController
+            self._libs = ThreadpoolController().select(user_api="blas").lib_controllers
+        return self._libs
+
+    def blas_threads(self):
+        """The most threads a BLAS library of the process runs with now (1 without one).
+
+        Read from the libraries themselves, so it is right inside a
+        threadpoolctl limit or this guard too.
+        """
+        with self._lock:
+            libs = self._controllers()
+        return max((lib.get_num_threads() for lib in libs), default=1)
+
     def __enter__(self):
         with self._lock:
             if self._users == 0:
-                if self._libs is None:
-                    from threadpoolctl import ThreadpoolController
-                    self._libs = ThreadpoolController().select(user_api="blas").lib_controllers
+                self._controllers()
                 # direct calls into the BLAS libraries: a threadpoolctl limit
                 # context costs ~0.2 ms, more than a one-row training step
                 self._saved = []

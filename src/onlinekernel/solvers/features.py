@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from onlinekernel.core.threads import one_blas_thread
+
 __all__ = ["FeatureOperator", "as_rows"]
 
 # Rows per batch when the matrix is regenerated on every product: large
@@ -27,21 +29,26 @@ __all__ = ["FeatureOperator", "as_rows"]
 # memory (2048 rows x 4096 features x 8 bytes = 64 MiB).
 _ROWS = 2048
 # Bytes of the rows :meth:`FeatureOperator.sandwich` reads twice in a row, so
-# that the second read finds them in cache.  The products' own working set
-# (BLAS packs the M x K side) shares the cache, so with several outputs a
-# tile of 2 MiB was already too large: measured on 2 MiB of L2 a core, one
-# thread, 0.8 GB of float64 rows, 4,096 features, time of a product at
-# 512 KiB / 2 MiB tiles: K = 1 0.108 / 0.118 s, K = 5 0.182 / 0.347 s, K = 10
-# 0.242 / 0.423 s.  Tiles keep at least 16 rows (fewer make the per-call
+# that the second read finds them in cache.  On one thread the products' own
+# working set (BLAS packs the M x K side) shares the cache, so with several
+# outputs a tile of 2 MiB was already too large: measured on 2 MiB of L2 a
+# core, 0.8 GB of float64 rows, 4,096 features, time of a product at 512 KiB /
+# 2 MiB tiles: K = 1 0.108 / 0.118 s, K = 5 0.182 / 0.347 s, K = 10 0.242 /
+# 0.423 s.  Threaded BLAS splits each tile between its threads and wants
+# taller ones: two threads, MNIST's 60,000 float32 rows x 8,192 Nystrom
+# features, 10 outputs: 2 MiB tiles 0.092 s a product (the fit 41 s), 640 KiB
+# 0.142 s (52 s).  Tiles keep at least 16 rows (fewer make the per-call
 # overhead count) and 2 K rows (with many outputs the products are bound by
 # arithmetic, which wants taller tiles: K = 26, 8,192 features, 52 rows 0.49 s,
 # 32 rows 0.52 s).
 _SANDWICH_BYTES = 2 ** 19
+_SANDWICH_BYTES_THREADED = 2 ** 21
 
 
-def _sandwich_rows(width, K, itemsize):
-    """Rows per tile of :meth:`FeatureOperator.sandwich` (see ``_SANDWICH_BYTES``)."""
-    return max(16, 2 * K, _SANDWICH_BYTES // max(1, width * itemsize))
+def _sandwich_rows(width, K, itemsize, threads):
+    """Rows per tile of :meth:`FeatureOperator.sandwich` for ``threads`` BLAS threads."""
+    tile = _SANDWICH_BYTES if threads <= 1 else _SANDWICH_BYTES_THREADED
+    return max(16, 2 * K, tile // max(1, width * itemsize))
 
 
 def as_rows(X, dtype):
@@ -290,7 +297,8 @@ class FeatureOperator:
         n, K = self.shape[0], C.shape[1]
         V = np.empty((n, K), dtype=np.float64)
         out = np.zeros((self._width, K), dtype=np.float64)
-        step = _sandwich_rows(self._width, K, self.dtype.itemsize)
+        step = _sandwich_rows(self._width, K, self.dtype.itemsize,
+                              one_blas_thread.blas_threads())
         for b0, b1, P in self._kept():
             for r0 in range(b0, b1, step):
                 r1 = min(b1, r0 + step)

@@ -30,6 +30,7 @@ from scipy.special import expit, softmax
 from threadpoolctl import threadpool_limits
 
 from onlinekernel import FeatureMap, Loss, get_feature_map, get_loss, registry
+from onlinekernel.solvers import FeatureOperator, Problem
 
 # Under pytest-xdist every worker would run a BLAS pool as large as the machine:
 # n workers oversubscribe the cores n times, and spinning BLAS threads then stall
@@ -39,7 +40,6 @@ from onlinekernel import FeatureMap, Loss, get_feature_map, get_loss, registry
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     threadpool_limits(max(1, (os.cpu_count() or 1)
                           // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])), user_api="blas")
-from onlinekernel.solvers import FeatureOperator, Problem
 
 os.environ.setdefault(registry.DISABLE_ENV, "1")
 registry.reset()  # in case something looked a name up before this module ran

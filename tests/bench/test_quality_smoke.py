@@ -290,8 +290,7 @@ def test_the_cap_stops_the_fit_not_the_scoring():
     assert status == "error" and "ZeroDivisionError" in message
 
 
-def test_retime_exact_refits_the_cached_machines_and_recomputes_the_checks(data_dir, tmp_path,
-                                                                          monkeypatch):
+def test_retime_exact_refits_the_cached_machines_and_recomputes_the_checks(data_dir, tmp_path):
     """A quick run's files made into a full run's (its tiny sets fit under every cap), then
     --retime-exact: the exact machine's fit is timed again, the first time kept, the checks
     follow the new time; a cache whose machine does not score its cached error is refused."""

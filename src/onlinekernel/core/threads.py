@@ -53,11 +53,10 @@ class OneBlasThread:
     def __enter__(self):
         with self._lock:
             if self._users == 0:
-                self._controllers()
                 # direct calls into the BLAS libraries: a threadpoolctl limit
                 # context costs ~0.2 ms, more than a one-row training step
                 self._saved = []
-                for lib in self._libs:
+                for lib in self._controllers():
                     n = lib.get_num_threads()
                     if n != 1:
                         lib.set_num_threads(1)

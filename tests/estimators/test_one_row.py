@@ -112,3 +112,104 @@ def test_the_memo_is_not_pickled_and_a_copy_validates_again():
     assert copy not in _base._validated
     copy.partial_fit(X[:1], y[:1])
     assert copy in _base._validated
+
+
+def _count_shared_steps(monkeypatch):
+    """Count the training steps that started from a prediction's outputs and features."""
+    calls = {"shared": 0, "all": 0}
+    train_steps = _base.train_steps
+
+    def counting(*args, **kwargs):
+        calls["all"] += 1
+        calls["shared"] += len(args) > 7
+        return train_steps(*args, **kwargs)
+
+    monkeypatch.setattr(_base, "train_steps", counting)
+    return calls
+
+
+@pytest.mark.parametrize("make, shares", [
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=64, random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, precondition=False,
+                           reuse="check", random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, loss="hinge",
+                           random_state=0), True),
+    (lambda: DSGRegressor(batch_size=4, block_size=32, max_blocks=4, loss="huber",
+                          random_state=0), True),
+    # predictions from the running average, or summed in float: nothing to share
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, average=True,
+                           random_state=0), False),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, dtype="float32",
+                           random_state=0), False),
+])
+def test_a_step_on_a_row_just_predicted_starts_from_that_prediction(make, shares, monkeypatch):
+    # test-then-train evaluates each row's features once, and trains the same
+    # model as learning without predicting, bit for bit
+    X, y = _stream()
+    t = X[:, 2] if isinstance(make(), DSGRegressor) else y
+    kw = {} if isinstance(make(), DSGRegressor) else {"classes": [0, 1]}
+    plain, tested = make().partial_fit(X[:60], t[:60], **kw), make().partial_fit(X[:60], t[:60], **kw)
+    for i in range(60, 160):
+        plain.partial_fit(X[i:i + 1], t[i:i + 1])
+    calls = _count_shared_steps(monkeypatch)
+    for i in range(60, 160):
+        tested.predict(X[i:i + 1])
+        tested.partial_fit(X[i:i + 1], t[i:i + 1])
+    assert calls["shared"] == (100 if shares else 0) and calls["all"] == 100
+    assert tested._coef.tobytes() == plain._coef.tobytes()
+    assert tested._intercept.tobytes() == plain._intercept.tobytes()
+    assert tested._scale == plain._scale and tested.n_blocks_ == plain.n_blocks_
+
+
+def test_only_the_row_just_predicted_by_the_model_as_it_is_is_shared(monkeypatch):
+    clf, X, y = _fitted()
+    calls = _count_shared_steps(monkeypatch)
+    clf.predict(X[200:201])
+    clf.partial_fit(X[201:202], y[201:202])  # another row
+    clf.predict(X[202:203])
+    clf.partial_fit(X[203:204], y[203:204])  # a step in between: the model changed
+    clf.partial_fit(X[202:203], y[202:203])
+    clf.predict(X[204:205])
+    clf.react_to_drift("shrink")  # a reaction publishes a new model too
+    clf.partial_fit(X[204:205], y[204:205])
+    clf.predict(X[205:207])  # two rows: not kept
+    clf.partial_fit(X[205:206], y[205:206])
+    clf.predict(X[206:207])
+    clf.partial_fit(X[206:207], y[206:207])  # the one shared step
+    clf.partial_fit(X[206:207], y[206:207])  # used once
+    assert calls == {"shared": 1, "all": 7}
+
+
+def _step_arguments(clf, row, label, monkeypatch):
+    """The arguments of the train_steps call of a one-row partial_fit."""
+    calls = []
+    train_steps = _base.train_steps
+    monkeypatch.setattr(_base, "train_steps",
+                        lambda *args, **kw: calls.append(args) or train_steps(*args, **kw))
+    clf.partial_fit(row, label)
+    monkeypatch.setattr(_base, "train_steps", train_steps)
+    return calls[0]
+
+
+def test_the_compiled_shortcut_refuses_what_it_cannot_take(monkeypatch):
+    from onlinekernel.solvers.dsg import predict_raw, train_steps
+    clf, X, y = _fitted()
+    model, loss, xr, Y, sw, order, plan = _step_arguments(clf, X[:1], y[:1], monkeypatch)
+    with pytest.raises(ValueError, match="keep must be an array"):
+        predict_raw(model.blocks, xr, model.coef, model.n_blocks, 1.0, model.intercept,
+                    keep=np.empty((model.n_blocks, 2, 32)))
+    keep = np.empty((model.n_blocks, 1, 32))
+    U = predict_raw(model.blocks, xr, model.coef, model.n_blocks, model.scale,
+                    model.intercept, keep=keep)
+    with pytest.raises(ValueError, match="go together"):
+        train_steps(model.copy(), loss, xr, Y, sw, order, plan, U)
+    with pytest.raises(ValueError, match="shaped"):
+        train_steps(model.copy(), loss, xr, Y, sw, order, plan, U, keep[:-1])
+    with pytest.raises(ValueError, match="shaped"):
+        train_steps(model.copy(), loss, xr, Y, sw, order, plan, U[:, :0], keep)
+    f32, X, y = _fitted(dtype="float32")
+    model, loss, xr, Y, sw, order, plan = _step_arguments(f32, X[:1], y[:1], monkeypatch)
+    with pytest.raises(ValueError, match="float64 models only"):
+        train_steps(model, loss, xr, Y, sw, order, plan, np.zeros((1, 1)),
+                    np.zeros((model.n_blocks, 1, 32), dtype=np.float32))

@@ -14,6 +14,7 @@ call leaves the model exactly as it was.  The settings an estimator's
 constructor may not take (reuse, forgetting, ...) are resolved in one place,
 ``BaseDSG._setting``.
 """
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -121,6 +122,7 @@ _BUILD_PARAMS = ("loss", "loss_params", "kernel", "kernel_params", "gamma", "deg
 # Fitted attributes that make up the learned state.
 _STATE = ("_coef", "_scale", "_intercept", "n_blocks_", "t_", "samples_seen_", "n_epochs_seen_",
           "_coef_avg", "_intercept_avg", "n_averaged_")
+_AVERAGES = ("_coef_avg", "_intercept_avg")
 
 
 _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
@@ -181,11 +183,13 @@ def real_targets(estimator, y, fitting, classes=None):
     return loss, np.ascontiguousarray(y[:, None]), 1
 
 
-def model_outputs(state, X, n_jobs=None, intercept=True):
+def model_outputs(state, X, n_jobs=None, intercept=True, keep=None):
     """Raw outputs ``f(X)`` of the model held in ``state`` (a fitted estimator's dict).
 
     Uses the averaged coefficients when averaging is on; ``X`` is converted to
     the model's precision.  ``intercept=False`` leaves the intercept out.
+    ``keep``: where :func:`~onlinekernel.solvers.dsg.predict_raw` writes the
+    rows' features (see :func:`_keepable`).
     """
     if state["n_averaged_"]:
         coef, scale, b = state["_coef_avg"], 1.0, state["_intercept_avg"]
@@ -199,7 +203,7 @@ def model_outputs(state, X, n_jobs=None, intercept=True):
         out = _factored_outputs(factor, X, coef, scale, b)
     else:
         out = predict_raw(state["_blocks"], X, coef, state["n_blocks_"], scale, b,
-                          check_n_jobs(n_jobs))
+                          check_n_jobs(n_jobs), keep=keep)
     bad = ~np.isfinite(out).all(axis=1)
     if bad.any():
         # finite inputs whose features overflow (1e200 in an arc-cosine map, say)
@@ -209,6 +213,51 @@ def model_outputs(state, X, n_jobs=None, intercept=True):
                          f"{_map_name(state['feature_map_'])} features overflow on it; "
                          f"bring the inputs to the scale the model was trained on")
     return out
+
+
+# The last one-row prediction of each estimator, with the row's features: a
+# stream predicts each row and then learns it (test-then-train), and the
+# training step starts from the same outputs and features (``_shared_half``).
+# Kept outside the instance, like ``_validated``: never pickled or cloned.
+_last_row = weakref.WeakKeyDictionary()
+_RowHalf = collections.namedtuple("_RowHalf", "coef intercept scale n_blocks row outputs features")
+
+
+def _keepable(state, X):
+    """Room for the features of the one row ``X`` when a training step could take them, or None.
+
+    A step starts from a prediction's outputs and features when both are the
+    same computation (:func:`~onlinekernel.solvers.dsg.train_steps`): one dense
+    row, a float64 model predicting with its iterate (not an average) through
+    its blocks (not a map's linear factor).
+    """
+    if (X.shape[0] != 1 or type(X) is not np.ndarray or state["_coef"].dtype != np.float64
+            or state["n_averaged_"]
+            or getattr(state["feature_map_"], "linear_factor", None) is not None):
+        return None
+    return np.empty((state["n_blocks_"], 1, state["feature_map_"].n_components))
+
+
+def _remember_row(estimator, state, X, out, keep):
+    """Keep the one-row prediction ``out`` (raw, the model's units) for ``_shared_half``."""
+    _last_row[estimator] = _RowHalf(state["_coef"], state["_intercept"], state["_scale"],
+                                    state["n_blocks_"], X, out, keep)
+
+
+def _shared_half(estimator, X):
+    """``(outputs, features)`` of the one row ``X`` if it was just predicted by the model as it is.
+
+    The model is the published one, unchanged since that prediction: every
+    training call publishes new coefficient arrays, so the arrays' identity
+    (with the scale and the blocks) says it.  None otherwise.
+    """
+    memo = _last_row.pop(estimator, None)
+    st = estimator.__dict__
+    if (memo is None or X.shape[0] != 1 or memo.coef is not st.get("_coef")
+            or memo.intercept is not st.get("_intercept") or memo.scale != st.get("_scale")
+            or memo.n_blocks != st.get("n_blocks_") or not np.array_equal(memo.row, X)):
+        return None
+    return memo.outputs, memo.features
 
 
 #: Bytes of one row tile of a factored map's ``B`` in :func:`_factored_outputs`.
@@ -1084,9 +1133,12 @@ class BaseDSG(BaseEstimator):
         for k in _OPTIONAL_STATE:
             if k in self.__dict__:
                 state[k] = getattr(self, k)
+        # the running means are written in place only while averaging is on;
+        # until then the step shares the published arrays (never written)
+        shared = () if self._average_start() >= 0 or self.n_averaged_ else _AVERAGES
         for k in _STATE:
             v = getattr(self, k)
-            state[k] = v.copy() if isinstance(v, np.ndarray) else v
+            state[k] = v.copy() if isinstance(v, np.ndarray) and k not in shared else v
         dt = self._model_dtype()
         if state["_coef"].dtype != dt:
             # dtype was changed since the model was built: it continues in the
@@ -1152,17 +1204,21 @@ class BaseDSG(BaseEstimator):
         if self._has_alpha_path():
             state["alpha_"] = self._penalty(state)
 
-    def _run_epoch(self, state, config, X, Y, sw, order):
-        """Train ``state`` on the rows ``order`` of ``(X, Y)`` as ``config`` says."""
+    def _run_epoch(self, state, config, X, Y, sw, order, first=None):
+        """Train ``state`` on the rows ``order`` of ``(X, Y)`` as ``config`` says.
+
+        ``first``: the first step's outputs and features, already computed
+        (see ``_shared_half``), for the doubly stochastic steps.
+        """
         if config.eigenpro:
             # doubly stochastic steps until the budget is full, then EigenPro's
             grow = max(0, config.max_blocks - state["n_blocks_"]) * config.batch_size
             if grow:
-                self._dsg_steps(state, config, X, Y, sw, order[:grow])
+                self._dsg_steps(state, config, X, Y, sw, order[:grow], first)
             if order.shape[0] > grow:
                 self._eigenpro_steps(state, config, X, Y, sw, order[grow:])
             return
-        self._dsg_steps(state, config, X, Y, sw, order)
+        self._dsg_steps(state, config, X, Y, sw, order, first)
 
     def _eigenpro_steps(self, state, config, X, Y, sw, order):
         """EigenPro steps on the full budget (see :mod:`onlinekernel.solvers.eigenpro`).
@@ -1208,8 +1264,12 @@ class BaseDSG(BaseEstimator):
         state["t_"], state["n_averaged_"] = it.t, it.n_averaged
         state["samples_seen_"] += order.shape[0]
 
-    def _dsg_steps(self, state, config, X, Y, sw, order):
-        """Doubly stochastic steps on the rows ``order``: one compiled call (``train_steps``)."""
+    def _dsg_steps(self, state, config, X, Y, sw, order, first=None):
+        """Doubly stochastic steps on the rows ``order``: one compiled call (``train_steps``).
+
+        ``first``: ``(outputs, features)`` of the first step's rows on the
+        model as it is (``train_steps``' shortcut), or None.
+        """
         alpha = self._penalty(state)
         loss = as_cy_loss(self._train_loss(state))
         self._check_trainable(state, config)
@@ -1234,7 +1294,8 @@ class BaseDSG(BaseEstimator):
                         n_jobs=config.n_jobs, reuse=self._reuse_options(state, config, alpha),
                         decay=decay)
         model = model_state(state)
-        train_steps(model, loss, as_rows(X, state["_coef"].dtype), Y, sw, order, plan)
+        train_steps(model, loss, as_rows(X, state["_coef"].dtype), Y, sw, order, plan,
+                    *(first or ()))
         publish_model_state(model, state)
 
     @transactional
@@ -1334,20 +1395,21 @@ class BaseDSG(BaseEstimator):
                     if state is None:
                         state = self._state_copy()
                     yield state
-                    self._commit(state)
+                    self._commit(state, saved)
             except BaseException:
                 object.__setattr__(self, "__dict__", saved)
                 raise
 
-    def _commit(self, state):
+    def _commit(self, state, published):
         """Publish the new state; refuse it if training left non-finite numbers in it.
 
-        Called by ``_training`` only.
+        Called by ``_training`` only, with the ``published`` state it started
+        from: an array published there already is not checked again.
         """
         state = {**state, **self.__dict__.pop("_staged", {})}
         for key, value in state.items():
             if (isinstance(value, np.ndarray) and value.dtype.kind == "f"
-                    and not np.isfinite(value).all()):
+                    and value is not published.get(key) and not np.isfinite(value).all()):
                 self._refuse_non_finite(key, state)
         if not np.isfinite(state.get("_scale", 1.0)):
             self._refuse_non_finite("_scale", state)
@@ -1909,11 +1971,13 @@ class BaseDSG(BaseEstimator):
         if fast is not None:
             X, Y = fast
             X = self._scale_inputs(X)
+            # a row just predicted by this model: the step starts from that prediction
+            first = _shared_half(self, X) if self._model_dtype() == np.float64 else None
             with self._training() as state:
                 Y = self._standardize_targets(state, Y, None, first=False)
                 config = self._train_config(state, checked)
                 self._run_epoch(state, config, X, Y, np.ones(X.shape[0]),
-                                np.arange(X.shape[0], dtype=np.int64))
+                                np.arange(X.shape[0], dtype=np.int64), first)
             return self
         first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",
@@ -1972,7 +2036,10 @@ class BaseDSG(BaseEstimator):
         if isinstance(built, dict) and built.get("input_scaling") is not None:
             # the scaling the model was built with, whatever set_params did since
             X = self._scale_inputs(X, built["input_scaling"])
-        out = model_outputs(st, X, self.n_jobs)
+        keep = _keepable(st, X)
+        out = model_outputs(st, X, self.n_jobs, keep=keep)
+        if keep is not None:
+            _remember_row(self, st, X, out, keep)
         if "_y_scale" in st:  # back to the target's units
             out = out * st["_y_scale"] + st["_y_mean"]
         return out, st

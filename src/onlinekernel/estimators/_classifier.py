@@ -500,7 +500,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def _encode(classes, loss, y):
         """The loss's targets of labels ``y`` and the number of outputs."""
         idx = np.searchsorted(classes, y)
-        idx = np.clip(idx, 0, classes.shape[0] - 1)
+        np.minimum(idx, classes.shape[0] - 1, out=idx)  # a label above them all: compared next
         bad = classes[idx] != y
         if bad.any():
             raise ValueError(f"labels {np.unique(y[bad]).tolist()} are not among the classes "
@@ -657,7 +657,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             return p / p.sum(axis=1, keepdims=True)
         p = 0.5 * (1.0 + np.tanh(0.5 * raw))  # the sigmoid, without overflow
         if p.shape[1] == 1:
-            return np.hstack([1.0 - p, p])
+            return np.concatenate((1.0 - p, p), axis=1)
         return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
 
     @_with_probabilities

@@ -170,8 +170,8 @@ class _FixedFeatureSGD(BaseDSG):
         return super()._train_config(state, checked)._replace(
             batch_size=state["batch_size_"], max_blocks=state["n_blocks_"])
 
-    def _run_epoch(self, state, config, X, Y, sw, order):
-        super()._run_epoch(state, config, X, Y, sw, order)
+    def _run_epoch(self, state, config, X, Y, sw, order, first=None):
+        super()._run_epoch(state, config, X, Y, sw, order, first)
         state["n_iter_"] += 1
 
     # ------------------------------------------------------------------ #

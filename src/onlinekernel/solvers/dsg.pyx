@@ -340,14 +340,17 @@ cdef int _n_threads(BlockSource src, int n_threads, Py_ssize_t work_items):
 
 def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                 Py_ssize_t n_blocks, double scale, const double[::1] intercept,
-                int n_jobs=1):
+                int n_jobs=1, keep=None):
     """Raw outputs ``intercept + scale * sum_j Phi_j(X) coef_j``, float64 ``(n, K)``.
 
     Algorithm 2 of Dai et al.: every block is taken from the cache or
     regenerated from its key once, then evaluated on fixed tiles of rows
     (split among ``n_jobs`` threads) and accumulated; the block's features
-    are never stored beyond one tile.  Each row is computed by one thread
-    in block order, so the result does not depend on ``n_jobs``.
+    are never stored beyond one tile -- unless ``keep``, an array of the
+    model's dtype shaped ``(n_blocks, n, F)``, is given: the features are
+    then written there, as :func:`train_steps` takes them back (its
+    ``features``) for a step on the same rows.  Each row is computed by one
+    thread in block order, so the result does not depend on ``n_jobs``.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = coef.shape[1]
     cdef Py_ssize_t i, c, j, t, n_tiles, r0
@@ -363,6 +366,17 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
         raise ValueError(f"X and coef must have the model's dtype {src.dtype}")
     if n_jobs < 1:
         raise ValueError("n_jobs must be >= 1 here (resolve None/-1 with check_n_jobs)")
+    cdef real* K0 = NULL
+    cdef real[:, :, ::1] kv
+    cdef Py_ssize_t F = fmap.n_components
+    if keep is not None:
+        if not (isinstance(keep, np.ndarray) and keep.dtype == src.dtype
+                and keep.shape == (n_blocks, n, F)):
+            raise ValueError(f"keep must be an array of dtype {src.dtype} shaped "
+                             f"{(n_blocks, n, F)}")
+        kv = keep
+        if kv.size:
+            K0 = &kv[0, 0, 0]
     cdef Rows R
     keep_alive = rows_of(X, src.dtype, &R)
     n_tiles = (n + TILE - 1) // TILE
@@ -384,12 +398,21 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                     # lives in thread 0's scratch for the whole block)
                     p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
                     pt = <const real*>src.transposed(j, p, &R)
+                    if nt == 1:  # no parallel region: its start costs more than a row's block
+                        for t in range(n_tiles):
+                            r0 = t * TILE
+                            _tile_accumulate(fmap, p, pt, &ws.w[0], &R, r0,
+                                             min(<Py_ssize_t>TILE, n - r0),
+                                             C0 + j * F * K, K, acc0 + r0 * K,
+                                             K0 + (j * n + r0) * F if K0 != NULL
+                                             else <real*>NULL)
+                        continue
                     for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
                         r0 = t * TILE
                         _tile_accumulate(fmap, p, pt, &ws.w[threadid()], &R, r0,
                                          min(<Py_ssize_t>TILE, n - r0),
-                                         C0 + j * fmap.n_components * K, K, acc0 + r0 * K,
-                                         <real*>NULL)
+                                         C0 + j * F * K, K, acc0 + r0 * K,
+                                         K0 + (j * n + r0) * F if K0 != NULL else <real*>NULL)
     _give_back(src, ws)
     fmap.raise_pending()
     with nogil:
@@ -569,12 +592,14 @@ cdef class _Pass:
     cdef double[:, ::1] U
     cdef double[:, ::1] G
     cdef object Gr, parts, keep  # arrays of the model's dtype (typed in the loop)
+    cdef object first_U, first_F  # the first step's outputs and features, or None
     cdef _Workspace ws
     cdef int nt
 
 
 def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
-                const double[::1] sample_weight, const int64_t[::1] order, StepPlan plan):
+                const double[::1] sample_weight, const int64_t[::1] order, StepPlan plan,
+                outputs=None, features=None):
     """Run ``len(plan.step_sizes)`` doubly stochastic steps (Algorithm 1 of Dai et al.).
 
     Step ``s`` takes rows ``order[s*B : (s+1)*B]`` (``B = plan.batch_size``) and
@@ -607,6 +632,14 @@ def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
     its reuse mode and schedule, block updates may be preconditioned, and the
     step ends with its projection; ``None`` is step 4 as written above.
     Float32 models run only the preconditioned "all" rule (checked here).
+
+    ``outputs`` and ``features`` (float64 models only) are the first step's
+    half 1 already done: its rows' raw outputs ``U`` (float64, ``(nb, K)``)
+    and features ``(n_blocks, nb, F)``, as :func:`predict_raw` returns and
+    keeps them (``keep``) for those rows on this model as it is -- the same
+    blocks, coefficients, scale and intercept.  The step then starts from
+    them instead of evaluating every block again (a stream that predicts each
+    row before learning it evaluates them once), with the same result.
     """
     cdef BlockSource src = model.blocks
     cdef CyFeatureMap fmap = src.fmap
@@ -664,7 +697,23 @@ def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
                          "batches no larger than a block; the other reuse rules and the "
                          "projection need a float64 model")
 
+    cdef Py_ssize_t nb0 = min(B, n_rows)
+    if (outputs is None) != (features is None):
+        raise ValueError("outputs and features go together (the first step's half 1)")
+    if outputs is not None:
+        if src.single:
+            raise ValueError("outputs and features are taken by float64 models only: a "
+                             "float32 prediction sums its blocks in float, the step in double")
+        if (not isinstance(outputs, np.ndarray) or outputs.dtype != np.float64
+                or outputs.shape != (nb0, K) or not isinstance(features, np.ndarray)
+                or features.dtype != dt or features.shape != (model.n_blocks, nb0, F)):
+            raise ValueError(f"outputs must be float64 shaped {(nb0, K)} and features "
+                             f"{dt} shaped {(model.n_blocks, nb0, F)}: the first step's rows "
+                             f"on the model's blocks")
+
     cdef _Pass p = _Pass()
+    p.first_U = None if outputs is None else np.ascontiguousarray(outputs)
+    p.first_F = None if features is None else np.ascontiguousarray(features)
     keep_alive = rows_of(X, dt, &p.R)
     p.Y, p.sample_weight, p.order = Y, sample_weight, order
     p.step_sizes, p.decay = step_sizes, decay
@@ -744,6 +793,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
     cdef const real* p_j
     cdef Work* w
     cdef int act = -1  # what the step does with the blocks under `reuse` (-1: no reuse object)
+    cdef const double[:, ::1] U1 = p.first_U
+    cdef const real[:, :, ::1] F1 = p.first_F
     for s in range(n_steps):
         b0 = s * B
         nb = min(B, n_rows - b0)
@@ -758,20 +809,26 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
             # features are kept only when the step will need them again
             kept = keep if (nblk >= max_blocks if act < 0 else act != ACT_NEW) else NULL
-            # prediction half: block j's outputs into parts[j], in parallel
-            for j in prange(nblk, num_threads=nt, schedule="static"):
-                w = &ws.w[threadid()]
-                p_j = <const real*>src.get(j, w.params, w.params64)
-                memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w, XB, 0,
-                                 nb, C0 + j * F * K, K, P + j * nb * K,
-                                 kept + j * nb * F if kept != NULL else <real*>NULL)
-            for i in range(nb):
-                for c in range(K):
-                    acc = 0.0
-                    for j in range(nblk):
-                        acc = acc + P[(j * nb + i) * K + c]
-                    U[i, c] = intercept[c] + sc * acc
+            if s == 0 and U1 is not None:
+                # half 1 done by the caller (train_steps' outputs and features)
+                memcpy(&U[0, 0], &U1[0, 0], nb * K * sizeof(double))
+                if kept != NULL and nblk:
+                    memcpy(kept, &F1[0, 0, 0], nblk * nb * F * sizeof(real))
+            else:
+                # prediction half: block j's outputs into parts[j], in parallel
+                for j in prange(nblk, num_threads=nt, schedule="static"):
+                    w = &ws.w[threadid()]
+                    p_j = <const real*>src.get(j, w.params, w.params64)
+                    memset(P + j * nb * K, 0, nb * K * sizeof(real))
+                    _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w,
+                                     XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
+                                     kept + j * nb * F if kept != NULL else <real*>NULL)
+                for i in range(nb):
+                    for c in range(K):
+                        acc = 0.0
+                        for j in range(nblk):
+                            acc = acc + P[(j * nb + i) * K + c]
+                        U[i, c] = intercept[c] + sc * acc
             loss.batch_gradient(&Yb[0, 0], m, &U[0, 0], nb, K, &G[0, 0])
             for i in range(nb):
                 r = order[b0 + i]

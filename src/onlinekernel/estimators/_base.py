@@ -255,7 +255,8 @@ def _shared_half(estimator, X):
     st = estimator.__dict__
     if (memo is None or X.shape[0] != 1 or memo.coef is not st.get("_coef")
             or memo.intercept is not st.get("_intercept") or memo.scale != st.get("_scale")
-            or memo.n_blocks != st.get("n_blocks_") or not np.array_equal(memo.row, X)):
+            or memo.n_blocks != st.get("n_blocks_") or memo.row.shape != X.shape
+            or memo.row.tobytes() != X.tobytes()):
         return None
     return memo.outputs, memo.features
 

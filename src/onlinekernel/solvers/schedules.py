@@ -5,6 +5,8 @@ step: the schedule's clock advances by ``nb / B`` and the step is scaled by
 ``nb / B``.  So a short last batch, or a stream fed one row at a time to
 ``partial_fit``, moves the model as much per row as full batches do.
 """
+import math
+
 import numpy as np
 
 SCHEDULES = ("constant", "inverse", "invsqrt", "pegasos")
@@ -16,20 +18,28 @@ def schedule(name, tau, *, eta0, t0, alpha):
     ``constant``: ``eta0``; ``inverse``: ``eta0 / (1 + (tau - 1) / t0)`` (the
     paper's ``theta / (t + t0)``); ``invsqrt``: ``eta0 / sqrt(1 + (tau - 1) / t0)``;
     ``pegasos``: ``1 / (alpha tau)``.  The decaying schedules hold ``eta0``
-    until the clock reaches one full batch (``tau <= 1``).
+    until the clock reaches one full batch (``tau <= 1``).  ``tau`` is an
+    array, or a float (then so is the step: the same IEEE arithmetic, without
+    numpy's cost per call on a stream's one-row steps).
 
     Examples
     --------
     >>> schedule("inverse", np.array([1.0, 2.0, 3.0]), eta0=1.0, t0=1.0, alpha=0.0)
     array([1.        , 0.5       , 0.33333333])
+    >>> schedule("inverse", 3.0, eta0=1.0, t0=1.0, alpha=0.0)
+    0.3333333333333333
     """
-    tau = np.asarray(tau, dtype=np.float64)
+    if isinstance(tau, float):
+        positive, sqrt = (lambda v: max(v, 0.0)), math.sqrt
+    else:
+        tau = np.asarray(tau, dtype=np.float64)
+        positive, sqrt = (lambda v: np.maximum(v, 0.0)), np.sqrt
     if name == "constant":
-        return np.full(tau.shape, float(eta0))
+        return float(eta0) if isinstance(tau, float) else np.full(tau.shape, float(eta0))
     if name == "inverse":
-        return eta0 / (1.0 + np.maximum(tau - 1.0, 0.0) / t0)
+        return eta0 / (1.0 + positive(tau - 1.0) / t0)
     if name == "invsqrt":
-        return eta0 / np.sqrt(1.0 + np.maximum(tau - 1.0, 0.0) / t0)
+        return eta0 / sqrt(1.0 + positive(tau - 1.0) / t0)
     if name == "pegasos":
         return 1.0 / (alpha * tau)
     raise ValueError(f"unknown learning_rate {name!r}; choose one of {', '.join(SCHEDULES)}")
@@ -51,6 +61,12 @@ def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha, eta_
     ...            eta_min=0.4)
     array([1. , 0.5, 0.4])
     """
+    if len(batch_rows) == 1:  # a stream's one-row call: floats, the same arithmetic
+        rows = float(batch_rows[0])
+        step = schedule(name, (rows_seen + rows) / batch_size, eta0=eta0, t0=t0, alpha=alpha)
+        if eta_min:
+            step = max(step, eta_min)
+        return np.array([step * (rows / batch_size)])
     batch_rows = np.asarray(batch_rows, dtype=np.float64)
     tau = (rows_seen + np.cumsum(batch_rows)) / batch_size
     steps = schedule(name, tau, eta0=eta0, t0=t0, alpha=alpha)

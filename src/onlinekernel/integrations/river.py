@@ -188,7 +188,8 @@ MAE, for about 1.5, 4.5 and 12 times the throughput (at the time,
 ``learn_one`` plus ``predict_one`` cost about 1 ms of CPU per sample on a
 loaded 2-core machine, mostly scikit-learn's input validation, against
 0.07 ms per sample in batches of 64; a one-row call now skips the
-validation of what does not depend on the row: see
+validation of what does not depend on the row and, in test-then-train,
+evaluates each row's features once: 0.24-0.35 ms a sample, see
 ``benchmarks/streams.py``).  So ``learn_one`` learns each sample
 immediately, and ``learn_many`` is there for throughput.  River's check
 that ``learn_many`` matches a ``learn_one`` loop does not apply for that

@@ -61,7 +61,7 @@ def step_sizes(name, rows_seen, batch_rows, batch_size, *, eta0, t0, alpha, eta_
     ...            eta_min=0.4)
     array([1. , 0.5, 0.4])
     """
-    if len(batch_rows) == 1:  # a stream's one-row call: floats, the same arithmetic
+    if len(batch_rows) == 1:  # one step (a stream's one-row call): floats, the same bits
         rows = float(batch_rows[0])
         step = schedule(name, (rows_seen + rows) / batch_size, eta0=eta0, t0=t0, alpha=alpha)
         if eta_min:

@@ -114,18 +114,20 @@ def test_the_memo_is_not_pickled_and_a_copy_validates_again():
     assert copy in _base._validated
 
 
-def _count_shared_steps(monkeypatch):
-    """Count the training steps that started from a prediction's outputs and features."""
-    calls = {"shared": 0, "all": 0}
+def _record_steps(monkeypatch):
+    """The positional arguments of every ``train_steps`` call from here on.
+
+    A call with more than 7 started from a prediction's outputs and features.
+    """
+    calls = []
     train_steps = _base.train_steps
-
-    def counting(*args, **kwargs):
-        calls["all"] += 1
-        calls["shared"] += len(args) > 7
-        return train_steps(*args, **kwargs)
-
-    monkeypatch.setattr(_base, "train_steps", counting)
+    monkeypatch.setattr(_base, "train_steps",
+                        lambda *args, **kw: calls.append(args) or train_steps(*args, **kw))
     return calls
+
+
+def _shared(calls):
+    return {"shared": sum(len(args) > 7 for args in calls), "all": len(calls)}
 
 
 @pytest.mark.parametrize("make, shares", [
@@ -147,16 +149,17 @@ def test_a_step_on_a_row_just_predicted_starts_from_that_prediction(make, shares
     # test-then-train evaluates each row's features once, and trains the same
     # model as learning without predicting, bit for bit
     X, y = _stream()
-    t = X[:, 2] if isinstance(make(), DSGRegressor) else y
-    kw = {} if isinstance(make(), DSGRegressor) else {"classes": [0, 1]}
+    regressor = isinstance(make(), DSGRegressor)
+    t = X[:, 2] if regressor else y
+    kw = {} if regressor else {"classes": [0, 1]}
     plain, tested = make().partial_fit(X[:60], t[:60], **kw), make().partial_fit(X[:60], t[:60], **kw)
     for i in range(60, 160):
         plain.partial_fit(X[i:i + 1], t[i:i + 1])
-    calls = _count_shared_steps(monkeypatch)
+    calls = _record_steps(monkeypatch)
     for i in range(60, 160):
         tested.predict(X[i:i + 1])
         tested.partial_fit(X[i:i + 1], t[i:i + 1])
-    assert calls["shared"] == (100 if shares else 0) and calls["all"] == 100
+    assert _shared(calls) == {"shared": 100 if shares else 0, "all": 100}
     assert tested._coef.tobytes() == plain._coef.tobytes()
     assert tested._intercept.tobytes() == plain._intercept.tobytes()
     assert tested._scale == plain._scale and tested.n_blocks_ == plain.n_blocks_
@@ -164,7 +167,7 @@ def test_a_step_on_a_row_just_predicted_starts_from_that_prediction(make, shares
 
 def test_only_the_row_just_predicted_by_the_model_as_it_is_is_shared(monkeypatch):
     clf, X, y = _fitted()
-    calls = _count_shared_steps(monkeypatch)
+    calls = _record_steps(monkeypatch)
     clf.predict(X[200:201])
     clf.partial_fit(X[201:202], y[201:202])  # another row
     clf.predict(X[202:203])
@@ -178,17 +181,14 @@ def test_only_the_row_just_predicted_by_the_model_as_it_is_is_shared(monkeypatch
     clf.predict(X[206:207])
     clf.partial_fit(X[206:207], y[206:207])  # the one shared step
     clf.partial_fit(X[206:207], y[206:207])  # used once
-    assert calls == {"shared": 1, "all": 7}
+    assert _shared(calls) == {"shared": 1, "all": 7}
 
 
 def _step_arguments(clf, row, label, monkeypatch):
     """The arguments of the train_steps call of a one-row partial_fit."""
-    calls = []
-    train_steps = _base.train_steps
-    monkeypatch.setattr(_base, "train_steps",
-                        lambda *args, **kw: calls.append(args) or train_steps(*args, **kw))
-    clf.partial_fit(row, label)
-    monkeypatch.setattr(_base, "train_steps", train_steps)
+    with monkeypatch.context() as m:
+        calls = _record_steps(m)
+        clf.partial_fit(row, label)
     return calls[0]
 
 

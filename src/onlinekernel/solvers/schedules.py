@@ -29,13 +29,14 @@ def schedule(name, tau, *, eta0, t0, alpha):
     >>> schedule("inverse", 3.0, eta0=1.0, t0=1.0, alpha=0.0)
     0.3333333333333333
     """
-    if isinstance(tau, float):
+    scalar = isinstance(tau, float)
+    if scalar:
         positive, sqrt = (lambda v: max(v, 0.0)), math.sqrt
     else:
         tau = np.asarray(tau, dtype=np.float64)
         positive, sqrt = (lambda v: np.maximum(v, 0.0)), np.sqrt
     if name == "constant":
-        return float(eta0) if isinstance(tau, float) else np.full(tau.shape, float(eta0))
+        return float(eta0) if scalar else np.full(tau.shape, float(eta0))
     if name == "inverse":
         return eta0 / (1.0 + positive(tau - 1.0) / t0)
     if name == "invsqrt":

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from onlinekernel.core import blas
 from onlinekernel.core.threads import one_blas_thread
 
 __all__ = ["FeatureOperator", "as_rows"]
@@ -245,7 +246,7 @@ class FeatureOperator:
         C = np.asarray(C, dtype=self.dtype)
         out = np.empty((self.shape[0], C.shape[1]), dtype=np.float64)
         for r0, r1, P in self._kept():
-            out[r0:r1] = P @ C
+            blas.matmul(P, C, out=out[r0:r1])
         return out
 
     def rmatvec(self, G):
@@ -253,7 +254,7 @@ class FeatureOperator:
         G = np.asarray(G, dtype=self.dtype)
         out = np.zeros((self._width, G.shape[1]), dtype=np.float64)
         for r0, r1, P in self._kept():
-            out += P.T @ G[r0:r1]
+            blas.matmul(P.T, G[r0:r1], out=out, accumulate=True)
         return out if self._factor is None else self._factor.apply_transposed(out)
 
     def sandwich(self, C, weigh):
@@ -304,8 +305,9 @@ class FeatureOperator:
                 r1 = min(b1, r0 + step)
                 Pr = P[r0 - b0:r1 - b0]
                 Vr = V[r0:r1]
-                Vr[...] = Pr @ C
-                out += Pr.T @ np.asarray(weigh(r0, r1, Vr), dtype=self.dtype)
+                blas.matmul(Pr, C, out=Vr)
+                blas.matmul(Pr.T, np.asarray(weigh(r0, r1, Vr), dtype=self.dtype), out=out,
+                            accumulate=True)
         return (out if self._factor is None else self._factor.apply_transposed(out)), V
 
     def gram(self, d):
@@ -319,16 +321,32 @@ class FeatureOperator:
         eigenvalues of -6e-4 after centring).
         """
         M = self.shape[1]
-        A = np.zeros((M, M), dtype=np.float64)
+        A = None  # the first batch's product (no zeroed M x M array to add it to)
         s = np.zeros(M, dtype=np.float64)
         d = np.asarray(d, dtype=np.float64)
         if np.any(d < 0):
             raise ValueError("gram needs non-negative row weights (a convex loss)")
+        # equal weights (a quadratic loss without sample weights) scale the plain
+        # Gram matrix: no weighted copy of the rows, and a kept matrix in one syrk
+        equal = d.size == 0 or bool(np.all(d == d[0]))
         root = np.sqrt(d).astype(self.dtype)
-        for r0, r1, P in self.batches(whole=False):
-            Q = P * root[r0:r1, None]
-            A += Q.T @ Q
-            s += (Q.T @ root[r0:r1]).astype(np.float64)
+        for r0, r1, P in self.batches(whole=equal):
+            if equal:
+                G = blas.gram(P)
+                s += P.sum(axis=0, dtype=np.float64)
+            else:
+                Q = P * root[r0:r1, None]
+                G = blas.gram(Q)
+                s += blas.matmul(Q.T, root[r0:r1, None]).ravel()
+            if A is None:
+                A = G.astype(np.float64, copy=False)
+            else:
+                A += G
+        if A is None:
+            A = np.zeros((M, M), dtype=np.float64)
+        if equal and d.size:
+            A *= d[0]
+            s *= d[0]
         return A, s
 
     def close(self):

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
+from onlinekernel.core import blas
 from onlinekernel.core.cholesky import jittered_cholesky
 from onlinekernel.solvers.problem import Problem, Solution
 
@@ -283,9 +284,9 @@ class _Preconditioner:
         else:
             root = np.sqrt(d).astype(dt)
             Q = Phi.astype(dt, copy=False) * root[:, None]
-            A[:M, :M] = Q.T @ Q
+            A[:M, :M] = blas.gram(Q)
             if self.fit_intercept:
-                A[:M, M] = A[M, :M] = Q.T @ root
+                A[:M, M] = A[M, :M] = blas.matmul(Q.T, root[:, None]).ravel()
                 A[M, M] = root @ root
         A[np.diag_indices(M)] += problem.lam
         if self.fit_intercept:

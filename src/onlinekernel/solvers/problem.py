@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from onlinekernel.core import blas
+
 __all__ = ["Problem", "Solution", "weighted_hessian_product"]
 
 
@@ -170,7 +172,7 @@ class Problem:
         if self._row_gram is not None:
             return self._row_gram.copy()
         Phi = np.asarray(self.features.dense(), dtype=np.float64)  # float32 rounding of
-        K = Phi @ Phi.T  # the products would leave K indefinite at small penalties
+        K = blas.gram(Phi.T)  # the products would leave K indefinite at small penalties
         if self.keep_normal_equations:
             self._row_gram = K.copy()
         return K

@@ -1,0 +1,98 @@
+"""The batch solvers' products through scipy's BLAS: numpy's values, every layout, no copies."""
+import numpy as np
+import pytest
+from scipy.linalg import blas as scipy_blas
+
+from onlinekernel.core import blas
+
+
+def _layouts(A):
+    """``A`` C-ordered, Fortran-ordered and as a strided view (which BLAS cannot take)."""
+    wide = np.zeros((A.shape[0], 2 * A.shape[1]), dtype=A.dtype)
+    wide[:, ::2] = A
+    return {"C": np.ascontiguousarray(A), "F": np.asfortranarray(A), "strided": wide[:, ::2]}
+
+
+def _close(dtype):
+    return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7, 5, 3), (300, 129, 1), (1, 40, 6), (64, 3, 10)])
+@pytest.mark.parametrize("la", ["C", "F", "strided"])
+@pytest.mark.parametrize("lb", ["C", "F", "strided"])
+def test_matmul_is_the_product_for_every_layout(dtype, shape, la, lb):
+    n, k, m = shape
+    rng = np.random.default_rng(0)
+    A = _layouts(rng.normal(size=(n, k)).astype(dtype))[la]
+    B = _layouts(rng.normal(size=(k, m)).astype(dtype))[lb]
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    got = blas.matmul(A, B)
+    assert got.shape == (n, m) and got.dtype == dtype
+    np.testing.assert_allclose(got, want, **_close(dtype))
+    # the transposed operands of the solvers' Phi^T G
+    np.testing.assert_allclose(blas.matmul(B.T, A.T), want.T, **_close(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("out_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [1, 4])
+def test_matmul_writes_and_accumulates_into_out(dtype, out_dtype, m):
+    rng = np.random.default_rng(1)
+    A, B = rng.normal(size=(50, 20)).astype(dtype), rng.normal(size=(20, m)).astype(dtype)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    out = np.full((50, m), 3.0, dtype=out_dtype)
+    assert blas.matmul(A, B, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert blas.matmul(A, B, out=out, accumulate=True) is out
+    np.testing.assert_allclose(out, 2 * want, rtol=1e-4, atol=1e-4)
+    rows = np.full((60, m), 1.0, dtype=out_dtype)
+    blas.matmul(A, B, out=rows[5:55], accumulate=True)  # a row slice, as the solvers pass
+    np.testing.assert_allclose(rows[5:55], want + 1.0, rtol=1e-4, atol=1e-4)
+    assert np.all(rows[:5] == 1.0) and np.all(rows[55:] == 1.0)
+
+
+def test_matmul_of_other_dtypes_is_numpys():
+    A = np.arange(6).reshape(2, 3)
+    assert np.array_equal(blas.matmul(A, A.T), A @ A.T)
+    mixed = blas.matmul(np.ones((2, 3), np.float32), np.ones((3, 2)))
+    assert mixed.dtype == np.float64 and np.all(mixed == 3.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(40, 7), (1000, 600), (3, 300)])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_gram_is_the_symmetric_product(dtype, shape, layout):
+    P = _layouts(np.random.default_rng(2).normal(size=shape).astype(dtype))[layout]
+    G = blas.gram(P)
+    assert G.shape == (shape[1], shape[1]) and G.dtype == dtype
+    np.testing.assert_allclose(G, P.astype(np.float64).T @ P.astype(np.float64),
+                               rtol=1e-4 if dtype == np.float32 else 1e-11,
+                               atol=1e-2 if dtype == np.float32 else 1e-9)
+    if layout != "strided":  # syrk's triangle mirrored: symmetric bit for bit
+        assert G.flags.c_contiguous and np.array_equal(G, G.T)
+
+
+def test_gram_is_syrks_values():
+    P = np.random.default_rng(3).normal(size=(200, 70))
+    want = scipy_blas.dsyrk(1.0, P.T)  # P^T P in its upper triangle
+    iu = np.triu_indices(70)
+    assert np.array_equal(blas.gram(P)[iu], want[iu])
+
+
+def test_no_copy_of_the_operands(monkeypatch):
+    # scipy's f2py wrappers copy an operand they cannot take in place: the
+    # helpers must hand them Fortran views (a C-ordered matrix's transpose)
+    seen = []
+    real = blas._GEMM[np.dtype(np.float64)]
+
+    def spy(alpha, a, b, **kw):
+        seen.append((a.flags.f_contiguous, b.flags.f_contiguous))
+        return real(alpha, a, b, **kw)
+
+    monkeypatch.setitem(blas._GEMM, np.dtype(np.float64), spy)
+    rng = np.random.default_rng(4)
+    P, C = rng.normal(size=(30, 8)), rng.normal(size=(8, 3))
+    blas.matmul(P, C)
+    blas.matmul(P.T, rng.normal(size=(30, 3)))
+    assert seen == [(True, True), (True, True)]

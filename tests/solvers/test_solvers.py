@@ -326,6 +326,32 @@ def test_auto_solves_quadratics_with_many_rows_by_conjugate_gradients():
     assert choose_solver(squared, 10 ** 6, M, 1, 8, 1 << 30) == "cholesky"
 
 
+def test_auto_solves_factored_quadratics_by_conjugate_gradients_from_fewer_features():
+    from onlinekernel.solvers import PCG_MIN_FEATURES, PCG_MIN_FEATURES_FACTORED
+    squared = get_loss("squared")
+    M = PCG_MIN_FEATURES_FACTORED
+    assert M < PCG_MIN_FEATURES
+    assert choose_solver(squared, 10 ** 5, M, 1, 8, 1 << 34) == "cholesky"
+    assert choose_solver(squared, 10 ** 5, M, 1, 8, 1 << 34, factored=True) == "newton-cg"
+    assert choose_solver(squared, 10 ** 5, M // 2, 1, 8, 1 << 34, factored=True) == "cholesky"
+
+
+def test_estimators_tell_auto_whether_the_map_is_factored(monkeypatch):
+    import onlinekernel.estimators._base as base
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["factored"])
+        return choose_solver(*args, **kwargs)
+
+    monkeypatch.setattr(base, "choose_solver", spy)
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = np.sin(X[:, 0])
+    for kernel in ("nystrom", "gaussian"):
+        DSGRegressor(kernel=kernel, max_blocks=2, block_size=32, random_state=0).fit(X, y)
+    assert seen == [True, False]
+
+
 # the SGD estimators without batch solvers stop by the same rule
 def _stopping_cases():
     rng = np.random.default_rng(0)

@@ -1485,7 +1485,9 @@ class BaseDSG(BaseEstimator):
         M = budget * state["feature_map_"].n_components if batchable else 0
         itemsize = self._model_dtype().itemsize
         if self.solver == "auto":
-            return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory, self.tol)
+            factored = getattr(state["feature_map_"], "linear_factor", None) is not None
+            return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory, self.tol,
+                                 factored=factored)
         name = _loss_name(loss)
         if not batchable:
             raise ValueError(f"solver={self.solver!r} needs a finite max_blocks (or "

@@ -75,10 +75,17 @@ PCG_ROWS_PER_FEATURE = 3
 #: ... and from this many features: a product with the features costs
 #: ``n M`` per output column and CG takes tens of them, the normal equations
 #: cost ``n M^2`` once for every column.  Below it the normal equations are
-#: faster (measured, single thread, rows >= 3 M: 256 to 1,024 features
-#: 1.3-3.7x on cadata, kin40k, covtype_binary_sub20k, pendigits; at 2,048
-#: features conjugate gradients 1.3x faster with 1 or 10 columns).
-PCG_MIN_FEATURES = 2048
+#: faster (measured with one syrk of the kept features, rows >= 3 M, one and
+#: two threads: 2,048 features 1.1-2.0x on covtype_binary_sub20k, cadata,
+#: protein and letter, and even with covtype_binary's 50,000 and 100,000 rows;
+#: at 4,096 features the two within 5 % up to 36,000 rows, conjugate
+#: gradients 1.8x faster at 100,000).
+PCG_MIN_FEATURES = 4096
+#: ... or this many, for a map whose features are a linear factor of simpler
+#: ones (Nystrom: ``Phi = B T``): the normal equations whiten every row (``n
+#: M^2`` more), conjugate gradients only ``M x K`` sides (2,048 landmarks:
+#: kin40k 1.16x, fashion_mnist 1.36x faster by conjugate gradients).
+PCG_MIN_FEATURES_FACTORED = 2048
 #: ... and from this many features per output column (letter's 26 columns:
 #: CG 1.5x slower at 2,048 features, 1.3x faster at 4,096).
 PCG_FEATURES_PER_OUTPUT = 128
@@ -141,13 +148,15 @@ def solver_memory(solver, n, M, K, itemsize):
     return need
 
 
-def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
+def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None, factored=False):
     """The solver ``solver="auto"`` runs: the fastest that converges and fits.
 
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
     are at least :data:`PCG_ROWS_PER_FEATURE` rows per feature, at least
-    :data:`PCG_MIN_FEATURES` features and :data:`PCG_FEATURES_PER_OUTPUT`
-    per output column, and enough rows for its preconditioner
+    :data:`PCG_MIN_FEATURES` features (:data:`PCG_MIN_FEATURES_FACTORED` for
+    a ``factored`` map, one with a ``linear_factor``) and
+    :data:`PCG_FEATURES_PER_OUTPUT` per output column, and enough rows for
+    its preconditioner
     (:func:`solve_newton_cg`; one conjugate-gradient solve, preconditioned
     by a sampled Cholesky factor:
     ``O(n M)`` per iteration against the ``O(n M^2)`` of forming the normal
@@ -165,8 +174,10 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     'cholesky'
     >>> choose_solver(get_loss("squared"), 100_000, 4096, 1, 8, 2 ** 32)
     'newton-cg'
-    >>> choose_solver(get_loss("squared"), 100_000, 1024, 1, 8, 2 ** 32)
+    >>> choose_solver(get_loss("squared"), 100_000, 2048, 1, 8, 2 ** 32)
     'cholesky'
+    >>> choose_solver(get_loss("squared"), 100_000, 2048, 1, 8, 2 ** 32, factored=True)
+    'newton-cg'
     >>> choose_solver(get_loss("logistic"), 10_000, 4096, 1, 8, 2 ** 30)
     'newton-cg'
     >>> choose_solver(get_loss("logistic"), 10 ** 6, 4096, 1, 8, 2 ** 30)
@@ -177,7 +188,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None):
     curvature = getattr(loss, "curvature", None)
     if curvature == "constant":
         many_rows = n >= PCG_ROWS_PER_FEATURE * M and _preconditioning_pays(n, M)
-        pcg = many_rows and M >= max(PCG_MIN_FEATURES, PCG_FEATURES_PER_OUTPUT * K)
+        least = PCG_MIN_FEATURES_FACTORED if factored else PCG_MIN_FEATURES
+        pcg = many_rows and M >= max(least, PCG_FEATURES_PER_OUTPUT * K)
         order = ("newton-cg", "cholesky") if pcg else ("cholesky", "newton-cg")
     elif curvature == "smooth":
         order = ("newton-cg",)

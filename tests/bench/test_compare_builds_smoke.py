@@ -12,6 +12,7 @@ def test_a_build_against_itself_computes_the_same(tmp_path, capsys):
     report = json.loads((tmp_path / "compare_builds_quick.json").read_text())
     row = report["workloads"]["predict"]
     assert row["same_outputs"] is True
-    assert row["before_cpu_s"] > 0 and row["after_cpu_s"] > 0 and row["ratio"] > 0
+    assert row["before_s"] > 0 and row["after_s"] > 0 and row["ratio"] > 0
+    assert report["clock"] == "cpu" and report["blas_threads"] == "1"
     assert "| predict |" in (tmp_path / "compare_builds_quick.md").read_text()
     assert "after / before" in capsys.readouterr().out

@@ -27,49 +27,51 @@ def test_matmul_is_the_product_for_every_layout(dtype, shape, la, lb):
     A = _layouts(rng.normal(size=(n, k)).astype(dtype))[la]
     B = _layouts(rng.normal(size=(k, m)).astype(dtype))[lb]
     want = A.astype(np.float64) @ B.astype(np.float64)
-    got = blas.matmul(A, B)
+    got = blas.matmul(A, B, scipy=True)
     assert got.shape == (n, m) and got.dtype == dtype
     np.testing.assert_allclose(got, want, **_close(dtype))
     # the transposed operands of the solvers' Phi^T G
-    np.testing.assert_allclose(blas.matmul(B.T, A.T), want.T, **_close(dtype))
+    np.testing.assert_allclose(blas.matmul(B.T, A.T, scipy=True), want.T, **_close(dtype))
 
 
+@pytest.mark.parametrize("scipy", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("out_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m", [1, 4])
-def test_matmul_writes_and_accumulates_into_out(dtype, out_dtype, m):
+def test_matmul_writes_and_accumulates_into_out(dtype, out_dtype, m, scipy):
     rng = np.random.default_rng(1)
     A, B = rng.normal(size=(50, 20)).astype(dtype), rng.normal(size=(20, m)).astype(dtype)
     want = A.astype(np.float64) @ B.astype(np.float64)
     out = np.full((50, m), 3.0, dtype=out_dtype)
-    assert blas.matmul(A, B, out=out) is out
+    assert blas.matmul(A, B, out=out, scipy=scipy) is out
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
-    assert blas.matmul(A, B, out=out, accumulate=True) is out
+    assert blas.matmul(A, B, out=out, accumulate=True, scipy=scipy) is out
     np.testing.assert_allclose(out, 2 * want, rtol=1e-4, atol=1e-4)
     rows = np.full((60, m), 1.0, dtype=out_dtype)
-    blas.matmul(A, B, out=rows[5:55], accumulate=True)  # a row slice, as the solvers pass
+    blas.matmul(A, B, out=rows[5:55], accumulate=True, scipy=scipy)  # a row slice
     np.testing.assert_allclose(rows[5:55], want + 1.0, rtol=1e-4, atol=1e-4)
     assert np.all(rows[:5] == 1.0) and np.all(rows[55:] == 1.0)
 
 
 def test_matmul_of_other_dtypes_is_numpys():
     A = np.arange(6).reshape(2, 3)
-    assert np.array_equal(blas.matmul(A, A.T), A @ A.T)
-    mixed = blas.matmul(np.ones((2, 3), np.float32), np.ones((3, 2)))
+    assert np.array_equal(blas.matmul(A, A.T, scipy=True), A @ A.T)
+    mixed = blas.matmul(np.ones((2, 3), np.float32), np.ones((3, 2)), scipy=True)
     assert mixed.dtype == np.float64 and np.all(mixed == 3.0)
 
 
+@pytest.mark.parametrize("scipy", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(40, 7), (1000, 600), (3, 300)])
 @pytest.mark.parametrize("layout", ["C", "F", "strided"])
-def test_gram_is_the_symmetric_product(dtype, shape, layout):
+def test_gram_is_the_symmetric_product(dtype, shape, layout, scipy):
     P = _layouts(np.random.default_rng(2).normal(size=shape).astype(dtype))[layout]
-    G = blas.gram(P)
+    G = blas.gram(P, scipy=scipy)
     assert G.shape == (shape[1], shape[1]) and G.dtype == dtype
     np.testing.assert_allclose(G, P.astype(np.float64).T @ P.astype(np.float64),
                                rtol=1e-4 if dtype == np.float32 else 1e-11,
                                atol=1e-2 if dtype == np.float32 else 1e-9)
-    if layout != "strided":  # syrk's triangle mirrored: symmetric bit for bit
+    if scipy and layout != "strided":  # syrk's triangle mirrored: symmetric bit for bit
         assert G.flags.c_contiguous and np.array_equal(G, G.T)
 
 
@@ -77,7 +79,7 @@ def test_gram_is_syrks_values():
     P = np.random.default_rng(3).normal(size=(200, 70))
     want = scipy_blas.dsyrk(1.0, P.T)  # P^T P in its upper triangle
     iu = np.triu_indices(70)
-    assert np.array_equal(blas.gram(P)[iu], want[iu])
+    assert np.array_equal(blas.gram(P, scipy=True)[iu], want[iu])
 
 
 def test_no_copy_of_the_operands(monkeypatch):
@@ -93,6 +95,38 @@ def test_no_copy_of_the_operands(monkeypatch):
     monkeypatch.setitem(blas._GEMM, np.dtype(np.float64), spy)
     rng = np.random.default_rng(4)
     P, C = rng.normal(size=(30, 8)), rng.normal(size=(8, 3))
-    blas.matmul(P, C)
-    blas.matmul(P.T, rng.normal(size=(30, 3)))
+    blas.matmul(P, C, scipy=True)
+    blas.matmul(P.T, rng.normal(size=(30, 3)), scipy=True)
     assert seen == [(True, True), (True, True)]
+
+
+def test_scipy_is_used_when_blas_runs_on_several_threads():
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1):
+        assert blas.use_scipy() is False
+    with threadpool_limits(2):
+        if max(i["num_threads"] for i in threadpool_info_blas()) < 2:
+            pytest.skip("the BLAS libraries run on one thread at most here")
+        assert blas.use_scipy() is True
+
+
+def threadpool_info_blas():
+    from threadpoolctl import threadpool_info
+    return [i for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_fit_is_the_same_model_through_either_library(threads):
+    # the solvers' products go to numpy on one thread and to scipy on more:
+    # the models agree to rounding
+    from threadpoolctl import threadpool_limits
+    from onlinekernel import DSGClassifier
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    want = DSGClassifier(loss="logistic", max_blocks=2, block_size=64, tol=1e-8,
+                         random_state=0).fit(X, y).decision_function(X)
+    with threadpool_limits(threads):
+        got = DSGClassifier(loss="logistic", max_blocks=2, block_size=64, tol=1e-8,
+                            random_state=0).fit(X, y).decision_function(X)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

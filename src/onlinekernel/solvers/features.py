@@ -298,16 +298,17 @@ class FeatureOperator:
         n, K = self.shape[0], C.shape[1]
         V = np.empty((n, K), dtype=np.float64)
         out = np.zeros((self._width, K), dtype=np.float64)
-        step = _sandwich_rows(self._width, K, self.dtype.itemsize,
-                              one_blas_thread.blas_threads())
+        threads = one_blas_thread.blas_threads()
+        step = _sandwich_rows(self._width, K, self.dtype.itemsize, threads)
+        scipy = threads > 1  # blas.use_scipy(), asked once for all the tiles
         for b0, b1, P in self._kept():
             for r0 in range(b0, b1, step):
                 r1 = min(b1, r0 + step)
                 Pr = P[r0 - b0:r1 - b0]
                 Vr = V[r0:r1]
-                blas.matmul(Pr, C, out=Vr)
+                blas.matmul(Pr, C, out=Vr, scipy=scipy)
                 blas.matmul(Pr.T, np.asarray(weigh(r0, r1, Vr), dtype=self.dtype), out=out,
-                            accumulate=True)
+                            accumulate=True, scipy=scipy)
         return (out if self._factor is None else self._factor.apply_transposed(out)), V
 
     def gram(self, d):

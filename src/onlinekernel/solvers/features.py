@@ -328,10 +328,11 @@ class FeatureOperator:
         if np.any(d < 0):
             raise ValueError("gram needs non-negative row weights (a convex loss)")
         # equal weights (a quadratic loss without sample weights) scale the plain
-        # Gram matrix: no weighted copy of the rows, and a kept matrix in one syrk
+        # Gram matrix: no weighted copy of the rows, and a kept float64 matrix in
+        # one syrk (float32 products stay batch-sized: their sums go to float64)
         equal = d.size == 0 or bool(np.all(d == d[0]))
         root = np.sqrt(d).astype(self.dtype)
-        for r0, r1, P in self.batches(whole=equal):
+        for r0, r1, P in self.batches(whole=equal and self.dtype == np.float64):
             if equal:
                 G = blas.gram(P)
                 s += P.sum(axis=0, dtype=np.float64)

@@ -90,34 +90,23 @@ def matmul(A, B, out=None, accumulate=False, scipy=None):
             else None)
     fa, fb = (_fortran(A), _fortran(B)) if gemm is not None else (None, None)
     if fa is None or fb is None or min(A.shape + B.shape) == 0:
-        product = A @ B
-        if out is None:
-            return product
-        if accumulate:
-            out += product
-        else:
-            out[...] = product
-        return out
+        return _deliver(A @ B, out, accumulate)
     (Fa, ta), (Fb, tb) = fa, fb
     if B.shape[1] == 1:
         # a matrix times one column is gemv's: OpenBLAS's gemm took 2.3x as long
         # (32,000 x 2,048 float64 rows)
-        y = _GEMV[dtype](1.0, Fa, B.ravel(), trans=ta)
-        if out is None:
-            return y[:, None]
-        if accumulate:
-            out[:, 0] += y
-        else:
-            out[:, 0] = y
-        return out
+        return _deliver(_GEMV[dtype](1.0, Fa, B.ravel(), trans=ta)[:, None], out, accumulate)
     # row-major out = A B is column-major out^T = B^T A^T: the operands are swapped
     # and each transposed, which turns each C-ordered one into its Fortran view
-    c_in_place = (out is not None and out.dtype == dtype and out.flags.c_contiguous)
-    if c_in_place:
+    if out is not None and out.dtype == dtype and out.flags.c_contiguous:
         gemm(1.0, Fb, Fa, beta=1.0 if accumulate else 0.0, c=out.T, trans_a=1 - tb,
              trans_b=1 - ta, overwrite_c=1)
         return out
-    product = gemm(1.0, Fb, Fa, trans_a=1 - tb, trans_b=1 - ta).T
+    return _deliver(gemm(1.0, Fb, Fa, trans_a=1 - tb, trans_b=1 - ta).T, out, accumulate)
+
+
+def _deliver(product, out, accumulate):
+    """``product`` itself without ``out``; else written or added into ``out``, returned."""
     if out is None:
         return product
     if accumulate:

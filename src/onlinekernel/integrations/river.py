@@ -1105,12 +1105,9 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
         ``pred``: the model's predictions for them, when already computed
         (``Z`` is then not read).
         """
-        if pred is not None:
-            pass
-        elif not hasattr(view.model, "_coef"):
-            pred = np.zeros(len(ys))
-        else:
-            pred = view.model.predict(Z)
+        if pred is None:
+            pred = (view.model.predict(Z) if hasattr(view.model, "_coef")
+                    else np.zeros(len(ys)))
         return list(np.abs(pred + view.y_offset - np.asarray(ys, dtype=np.float64)))
 
     def _partial_fit(self, view, X, targets, sw):

@@ -399,13 +399,8 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                     p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
                     pt = <const real*>src.transposed(j, p, &R)
                     if nt == 1:  # no parallel region: its start costs more than a row's block
-                        for t in range(n_tiles):
-                            r0 = t * TILE
-                            _tile_accumulate(fmap, p, pt, &ws.w[0], &R, r0,
-                                             min(<Py_ssize_t>TILE, n - r0),
-                                             C0 + j * F * K, K, acc0 + r0 * K,
-                                             K0 + (j * n + r0) * F if K0 != NULL
-                                             else <real*>NULL)
+                        _tile_accumulate(fmap, p, pt, &ws.w[0], &R, 0, n, C0 + j * F * K, K,
+                                         acc0, K0 + j * n * F if K0 != NULL else <real*>NULL)
                         continue
                     for t in prange(n_tiles, num_threads=nt, schedule="dynamic"):
                         r0 = t * TILE

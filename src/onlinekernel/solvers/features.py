@@ -331,7 +331,7 @@ class FeatureOperator:
         # Gram matrix: no weighted copy of the rows, and a kept float64 matrix in
         # one syrk (float32 products stay batch-sized: their sums go to float64)
         equal = d.size == 0 or bool(np.all(d == d[0]))
-        root = np.sqrt(d).astype(self.dtype)
+        root = None if equal else np.sqrt(d).astype(self.dtype)
         for r0, r1, P in self.batches(whole=equal and self.dtype == np.float64):
             if equal:
                 G = blas.gram(P)

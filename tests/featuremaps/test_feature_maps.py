@@ -237,6 +237,25 @@ def test_closed_forms():
                                [[1.0 - 1.0 / np.pi]], rtol=1e-14)
 
 
+@pytest.mark.parametrize("name", ["gaussian", "orf", "sorf", "fastfood"])
+def test_gaussian_family_kernel_keeps_float32(name):
+    # float32 rows on both sides: float32 values (a float32 Nystrom model's
+    # features); any float64 side: float64, as before
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(40, 30)), rng.normal(size=(7, 30))
+    k = get_feature_map(name, gamma=0.02)
+    exact = np.exp(-0.02 * ((X[:, None] - Y[None]) ** 2).sum(-1))
+    K64 = k.kernel(X, Y)
+    assert K64.dtype == np.float64
+    np.testing.assert_allclose(K64, exact, rtol=1e-12)
+    X32, Y32 = X.astype(np.float32), Y.astype(np.float32)
+    K32 = k.kernel(X32, Y32)
+    assert K32.dtype == np.float32
+    np.testing.assert_allclose(K32, k.kernel(X32.astype(np.float64), Y32.astype(np.float64)),
+                               rtol=1e-5)
+    assert k.kernel(X32, Y).dtype == np.float64
+
+
 def test_builtin_parameters_come_from_the_documented_streams():
     F, d, seed, block = 8, 3, 99, 5
     gauss = get_feature_map("gaussian", n_components=F, gamma=0.5).bind(d).generate_block(seed, block)

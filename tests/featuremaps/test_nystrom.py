@@ -134,7 +134,18 @@ def test_predictions_go_through_the_linear_factor(monkeypatch):
         monkeypatch.setattr(_base, "predict_raw", None)  # not called: it would fail
         out = _base.model_outputs(model.__dict__, X)
         monkeypatch.undo()
-        np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+        if model._coef.dtype == np.float64:
+            np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+        else:
+            # a float32 model's kernel values are float32, as in its training,
+            # summed against T coef in float64
+            factor = fmap.linear_factor(model.seed_, model.n_blocks_)
+            B = fmap.kernel(X.astype(np.float32), factor.C, np.float32)
+            assert B.dtype == np.float32
+            exact = model.intercept_ + model._scale * B.astype(np.float64) @ factor.apply(
+                model._coef)
+            np.testing.assert_allclose(out, exact, rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
         # in row tiles: the same rows whatever the tile
         monkeypatch.setattr(_base, "_FACTOR_TILE_BYTES", 8 * 64 * 7)
         tiled = _base.model_outputs(model.__dict__, X)

@@ -278,9 +278,9 @@ def _factored_outputs(factor, X, coef, scale, b):
     ``O(m (d + K))`` -- its ``m`` base-kernel values and one product --
     where forming its features ``B T`` block by block costs ``O(M^2)``
     (Nystrom with 4,096 landmarks predicting ijcnn1's 91,701 test rows: 50 s;
-    on 10,000 of them 8.9x faster this way).  In float64 whatever the model's
-    precision (a float32 model's inputs are rounded to float32 first, as in
-    the blocks' path, its features are not).  Rows are computed in tiles of
+    on 10,000 of them 8.9x faster this way).  ``B`` is in the model's
+    precision, as in training (a float32 model's kernel values are float32),
+    and ``B (T coef)`` is summed in float64.  Rows are computed in tiles of
     :data:`_FACTOR_TILE_BYTES` of ``B``, each by BLAS, so a row's last bits
     may depend on the rows it is predicted with (as they did through the
     blocks' ``B T``).
@@ -289,7 +289,8 @@ def _factored_outputs(factor, X, coef, scale, b):
     out = np.empty((X.shape[0], v.shape[1]))
     step = max(1, _FACTOR_TILE_BYTES // (8 * max(int(factor.width), 1)))
     for s in range(0, X.shape[0], step):
-        out[s:s + step] = factor.base(X[s:s + step], np.float64) @ v
+        out[s:s + step] = np.asarray(factor.base(X[s:s + step], coef.dtype),
+                                     dtype=np.float64) @ v
     return b + scale * out
 
 

@@ -59,6 +59,7 @@ Run from the repository root::
 
     python -m benchmarks.scale              # about an hour on this 2-core machine
     python -m benchmarks.scale --quick      # 20,000 rows, a few minutes
+    python -m benchmarks.scale --merge --datasets mnist   # re-run one, keep the others
 
 Outputs (``--output-dir``, default ``benchmarks/results``): ``scale.json``,
 ``scale.md`` and ``scale.png`` (``scale_quick.*`` with ``--quick``).
@@ -586,6 +587,12 @@ def markdown(report):
         n = res["n_train"]
         lines.append(f"## {res['dataset']} ({n:,d} x {res['n_features']} train, "
                      f"{res['n_test']:,d} test, {res['classes']} classes)\n")
+        if "run" in res and res["run"]["created"] != report["created"]:
+            run = res["run"]
+            lines.append(f"Re-run on its own (`--merge`): `{run['command']}`, "
+                         f"{run['created']}, build "
+                         f"{(run['onlinekernel_build'].get('git_commit') or '?')[:7]}; load average "
+                         f"{run['load_average_at_start']} at the start.\n")
         lines.append("| stream | setting | " + " | ".join(
             f"pass {p}: test / progressive / s" for p in range(1, report["passes"] + 1))
             + " | peak RSS |")
@@ -721,6 +728,10 @@ def parse_args(argv=None):
     parser.add_argument("--report-only", action="store_true",
                         help="recompute the targets of the JSON in --output-dir and write "
                              "its Markdown and plot again, running nothing")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace only the --datasets' results in the JSON of "
+                             "--output-dir, keeping the others (each data set's results "
+                             "say which run made them)")
     parser.add_argument("--choose-batch", action="store_true",
                         help="only fit BATCH_CANDIDATES on a validation split of each data "
                              "set and print the best (the source of BATCH)")
@@ -747,11 +758,27 @@ def main(argv=None):
                 _, chosen[name] = choose_batch(name, X, y, log, args.threads)
             log(f"{name}: {chosen[name]}")
         return chosen
-    report = report_header("scale", "quick" if args.quick else "full", argv)
-    report.update(passes=args.passes, chunk_rows=args.chunk_rows, threads=args.threads,
-                  growth_blocks=args.growth_blocks, results=[])
+    header = report_header("scale", "quick" if args.quick else "full", argv)
+    settings = dict(passes=args.passes, chunk_rows=args.chunk_rows, threads=args.threads,
+                    growth_blocks=args.growth_blocks)
+    path = args.output_dir / ("scale_quick.json" if args.quick else "scale.json")
+    if args.merge and path.exists():
+        report = json.loads(path.read_text())
+        changed = {k: (v, report.get(k)) for k, v in settings.items() if report.get(k) != v}
+        if changed:
+            raise SystemExit(f"--merge: the settings differ from {path}'s (yours, its): "
+                             f"{changed}")
+    else:
+        report = dict(header, **settings, results=[])
     for name in args.datasets:
-        report["results"].append(run_dataset(name, args, log))
+        res = run_dataset(name, args, log)
+        res["run"] = {k: header[k] for k in ("created", "command", "onlinekernel_build",
+                                             "load_average_at_start")}
+        old = [i for i, r in enumerate(report["results"]) if r["dataset"] == name]
+        if old:
+            report["results"][old[0]] = res
+        else:
+            report["results"].append(res)
     finish(report, args, log)
     return report
 

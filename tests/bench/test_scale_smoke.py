@@ -1,4 +1,6 @@
 """Smoke test of benchmarks/scale.py on a tiny synthetic covtype_binary (under a minute)."""
+import json
+
 import numpy as np
 import pytest
 from benchmarks import scale
@@ -47,7 +49,7 @@ def test_quick_run_writes_curves_targets_and_plot(tmp_path, monkeypatch):
     # --merge replaces the data sets it runs and keeps the others, saying which run made them
     kept = dict(saved["results"][0], dataset="covtype")
     (tmp_path / "out" / "scale_quick.json").write_text(
-        __import__("json").dumps(dict(saved, results=[saved["results"][0], kept])))
+        json.dumps(dict(saved, results=[saved["results"][0], kept])))
     rerun = dict(saved["results"][0], n_test=123)
     monkeypatch.setattr(scale, "run_dataset", lambda name, args, log: dict(rerun))
     same = ["--chunk-rows", "250", "--growth-blocks", "20", "--output-dir", str(tmp_path / "out")]

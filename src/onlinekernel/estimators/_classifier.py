@@ -389,8 +389,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         input, a cached block of a map with stored frequencies also keeps
         them transposed for the sparse product, up to twice this budget.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the random features, the coefficients and the block
-        cache (the loss, intercept and step sizes stay in double).
+        Precision of the random features (a Nystrom map's kernel values
+        too), the coefficients and the block cache (the loss, intercept and
+        step sizes stay in double).
         ``"float32"`` halves the model's memory and runs the feature kernels
         faster; see :doc:`/benchmarks` for the measured trade-off.  Changing
         it on a fitted model converts the coefficients at the next training

@@ -50,9 +50,16 @@ class _Whitening:
         self.fmap, self.C, self.scale, self.M = fmap, C, scale, M
         self.L = np.asfortranarray(L)
         self.width = C.shape[0]
+        self._landmarks_as = {C.dtype: C}
 
     def base(self, X, dtype):
-        return self.fmap.kernel(X, self.C, dtype)
+        # the landmarks converted once, not at every row tile of a prediction or a
+        # fit (MNIST, 8,192 float32 landmarks, 10,000 rows: predict 1.55 -> 1.39 s)
+        dtype = np.dtype(dtype)
+        C = self._landmarks_as.get(dtype)
+        if C is None:
+            C = self._landmarks_as[dtype] = np.ascontiguousarray(self.C, dtype=dtype)
+        return self.fmap.kernel(X, C, dtype)
 
     def apply(self, coef):
         """``T coef``: ``(m, K)`` from ``(M, K)``."""
@@ -270,8 +277,8 @@ cdef class Nystrom(CyFeatureMap):
         base kernel that keeps float32 (the Gaussian family's) computes in
         float32: a float32 model's features and predictions, at half the
         time of float64 where the inner products dominate (d = 784: 10,000
-        rows against 8,192 landmarks in 0.8 s instead of 2.3 s, MNIST's
-        predictions unchanged).
+        rows against 8,192 landmarks in 1.0-1.2 s instead of 1.8-2.2 s,
+        MNIST's predicted labels unchanged).
         """
         X, Y = (X if sp.issparse(X) else np.asarray(X)), _dense(Y, dtype=dtype)
         out = np.empty((X.shape[0], Y.shape[0]), dtype=dtype)

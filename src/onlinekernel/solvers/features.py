@@ -298,9 +298,9 @@ class FeatureOperator:
         n, K = self.shape[0], C.shape[1]
         V = np.empty((n, K), dtype=np.float64)
         out = np.zeros((self._width, K), dtype=np.float64)
-        threads = one_blas_thread.blas_threads()
-        step = _sandwich_rows(self._width, K, self.dtype.itemsize, threads)
-        scipy = threads > 1  # blas.use_scipy(), asked once for all the tiles
+        step = _sandwich_rows(self._width, K, self.dtype.itemsize,
+                              one_blas_thread.blas_threads())
+        scipy = blas.use_scipy()  # asked once for all the tiles
         for b0, b1, P in self._kept():
             for r0 in range(b0, b1, step):
                 r1 = min(b1, r0 + step)

@@ -233,7 +233,8 @@ def _keepable(state, X):
     """
     if (X.shape[0] != 1 or type(X) is not np.ndarray or state["_coef"].dtype != np.float64
             or state["n_averaged_"]
-            or getattr(state["feature_map_"], "linear_factor", None) is not None):
+            or getattr(state["feature_map_"], "linear_factor", None) is not None
+            or state["feature_map_"].one_hot):  # (its bins cost less than the dense copy)
         return None
     return np.empty((state["n_blocks_"], 1, state["feature_map_"].n_components))
 
@@ -866,10 +867,23 @@ class BaseDSG(BaseEstimator):
             if settings["reuse"] == "check" or (single
                                                 and settings["batch_size"] > self.block_size):
                 return 0.0
+            if self._kernel_is_one_hot():
+                # a one-hot block's features are its bins: the solve would
+                # run on dense rows of block_size (tens of thousands) values
+                return 0.0
             return _DEFAULT_RIDGE
         if isinstance(pre, (bool, np.bool_)):
             return _DEFAULT_RIDGE if pre else 0.0
         return float(pre)
+
+    def _kernel_is_one_hot(self):
+        """Whether the ``kernel`` parameter is a one-hot map (random binning), by its attribute."""
+        kernel = self.kernel
+        if isinstance(kernel, str):
+            if kernel not in registry.available_feature_maps():
+                return False  # (an unknown name is refused where the map is made)
+            kernel = registry.get_feature_map(kernel)
+        return bool(getattr(kernel, "one_hot", False))
 
     def _schedule(self):
         """The step-size schedule's parameters (``step_sizes``'s name, eta0, t0)."""

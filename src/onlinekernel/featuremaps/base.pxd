@@ -23,6 +23,11 @@ cdef class CyFeatureMap(CyParams):
     # as a sparse product X W^T; 0 when the map stores none (set by bind()).
     # A block source then keeps W^T beside a cached block for sparse input.
     cdef public Py_ssize_t frequency_rows
+    # One-hot maps (random binning): in every block each row has one nonzero
+    # feature, sqrt(F), at the bin bins() names.  The solver then gathers and
+    # scatters coefficients by bin instead of multiplying dense tiles
+    # (transform still writes the dense rows, for every other caller).
+    cdef public bint one_hot
     # Write the parameters of block `block` (seeded by `seed`) into params.
     cdef void generate(self, uint64_t seed, uint64_t block, double* params) noexcept nogil
     # out[i, :] = features of row i of X (n rows, leading dimension ldx); out is n x F.
@@ -48,6 +53,11 @@ cdef class CyFeatureMap(CyParams):
                                 const int64_t* indptr, const int32_t* indices,
                                 const float* data, Py_ssize_t n, float* out,
                                 float* work) noexcept nogil
+    # One-hot maps: out[i] = the bin (0 .. F-1) of row i in the block (see one_hot).
+    cdef void bins(self, const double* params, const double* X, Py_ssize_t n, Py_ssize_t ldx,
+                   int64_t* out) noexcept nogil
+    cdef void bins_f32(self, const float* params, const float* X, Py_ssize_t n,
+                       Py_ssize_t ldx, int64_t* out) noexcept nogil
     # Report an allocation failure inside a kernel (pending MemoryError, out zeroed).
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil
@@ -97,6 +107,10 @@ cdef class RowBatch:
 
 
 cdef RowBatch new_batch(const Rows* X, Py_ssize_t nb_max, object dt, Py_ssize_t max_row_nnz)
+
+
+cdef void rows_bins(CyFeatureMap fmap, const void* p, bint single, const Rows* R,
+                    Py_ssize_t r0, Py_ssize_t n, int64_t* out) noexcept nogil
 
 
 cdef inline void rows_transform(CyFeatureMap fmap, const real* p, const real* pt,

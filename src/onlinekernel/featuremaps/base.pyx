@@ -56,6 +56,61 @@ cdef void _densified(CyFeatureMap fmap, const real* params, const int64_t* indpt
     free(x)
 
 
+cdef void _bins_of_rows(CyFeatureMap fmap, const real* params, const real* X, Py_ssize_t n,
+                        Py_ssize_t ldx, int64_t* out) noexcept nogil:
+    """out[i] = the index of the largest feature of row i (a one-hot row's nonzero)."""
+    cdef Py_ssize_t F = fmap.n_components, i, k, best
+    cdef real* z = <real*>malloc(max(1, n * F) * sizeof(real))
+    cdef real* work = <real*>malloc(max(1, n * fmap.work_per_row) * sizeof(real))
+    if z == NULL or work == NULL:
+        free(z)
+        free(work)
+        fmap._out_of_memory("bins", 0, NULL, real is float)
+        memset(out, 0, n * sizeof(int64_t))
+        return
+    if real is float:
+        fmap.transform_f32(params, X, n, ldx, z, work)
+    else:
+        fmap.transform(params, X, n, ldx, z, work)
+    for i in range(n):
+        best = 0
+        for k in range(1, F):
+            if z[i * F + k] > z[i * F + best]:
+                best = k
+        out[i] = best
+    free(z)
+    free(work)
+
+
+cdef void rows_bins(CyFeatureMap fmap, const void* p, bint single, const Rows* R,
+                    Py_ssize_t r0, Py_ssize_t n, int64_t* out) noexcept nogil:
+    """The bins of rows ``r0 .. r0+n`` of ``R`` in one block of a one-hot map.
+
+    ``p``: the block's parameters in the model's precision (``single``:
+    float).  CSR rows are densified first: a cell depends on every coordinate.
+    """
+    cdef Py_ssize_t d = fmap.n_features_in
+    cdef void* x
+    if not R.sparse:
+        if single:
+            fmap.bins_f32(<const float*>p, <const float*>R.dense + r0 * d, n, d, out)
+        else:
+            fmap.bins(<const double*>p, <const double*>R.dense + r0 * d, n, d, out)
+        return
+    x = malloc(max(1, n * d) * (sizeof(float) if single else sizeof(double)))
+    if x == NULL:
+        fmap._out_of_memory("bins", 0, NULL, single)
+        memset(out, 0, n * sizeof(int64_t))
+        return
+    if single:
+        _densify(R.indptr + r0, R.indices, <const float*>R.data, n, d, <float*>x)
+        fmap.bins_f32(<const float*>p, <const float*>x, n, d, out)
+    else:
+        _densify(R.indptr + r0, R.indices, <const double*>R.data, n, d, <double*>x)
+        fmap.bins(<const double*>p, <const double*>x, n, d, out)
+    free(x)
+
+
 cdef class CyFeatureMap(CyParams):
     """Base class of compiled random-feature maps (see the module docstring)."""
     name = None
@@ -72,6 +127,7 @@ cdef class CyFeatureMap(CyParams):
         self.param_size = 0
         self.work_per_row = 0
         self.frequency_rows = 0
+        self.one_hot = False
         self.parallel_safe = True
         self.failed = 0
         self.pending = None
@@ -120,6 +176,16 @@ cdef class CyFeatureMap(CyParams):
                                 const float* data, Py_ssize_t n, float* out,
                                 float* work) noexcept nogil:
         _densified(self, params, indptr, indices, data, n, out, work)
+
+    cdef void bins(self, const double* params, const double* X, Py_ssize_t n, Py_ssize_t ldx,
+                   int64_t* out) noexcept nogil:
+        # Reference path for one-hot maps without their own: the nonzero of
+        # each dense row (maps with a cheap bin rule override it).
+        _bins_of_rows[double](self, params, X, n, ldx, out)
+
+    cdef void bins_f32(self, const float* params, const float* X, Py_ssize_t n,
+                       Py_ssize_t ldx, int64_t* out) noexcept nogil:
+        _bins_of_rows[float](self, params, X, n, ldx, out)
 
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil:

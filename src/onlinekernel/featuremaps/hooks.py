@@ -1,6 +1,7 @@
 """Hook implementations registering the built-in feature maps."""
 from onlinekernel.hookspecs import hookimpl
 from onlinekernel.featuremaps.arccos import ArcCosine
+from onlinekernel.featuremaps.binning import RandomBinning
 from onlinekernel.featuremaps.gaussian import Gaussian
 from onlinekernel.featuremaps.iln import InfiniteLayerUnits
 from onlinekernel.featuremaps.laplacian import Laplacian
@@ -16,4 +17,4 @@ def onlinekernel_register_feature_maps():
     return {cls.name: cls for cls in (Gaussian, Laplacian, Matern, IsotropicCauchy,
                                       OrthogonalRandomFeatures,
                                       StructuredOrthogonalRandomFeatures, Fastfood, ArcCosine,
-                                      PolySketch, InfiniteLayerUnits, Nystrom)}
+                                      PolySketch, InfiniteLayerUnits, Nystrom, RandomBinning)}

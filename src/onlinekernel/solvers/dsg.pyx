@@ -26,13 +26,13 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap, RowBatch, Rows, new_batch, rows_of, \
-    rows_transform
+    rows_bins, rows_transform
 from onlinekernel.losses.base cimport CyLoss
 from onlinekernel.losses.base import PyLossAdapter
 from onlinekernel.core.linalg cimport real, gemm_rm, gemm_rm_f32, transpose_real
 from onlinekernel.core.threads import one_blas_thread
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, sqrt
 from onlinekernel.solvers.reuse cimport Reuse, ACT_NEW, ACT_ALL, ACT_ONE, ACT_REPLACE, safe_step
 
 cnp.import_array()
@@ -296,6 +296,55 @@ cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, double alpha, cons
         gemm_rm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
+cdef void _one_hot_accumulate(CyFeatureMap fmap, const real* p, const Rows* X, Py_ssize_t x0,
+                              Py_ssize_t n, const real* coef_j, Py_ssize_t K, real* acc,
+                              int64_t* keep) noexcept nogil:
+    """``_tile_accumulate`` of a one-hot map: acc[i] += sqrt(F) coef_j[bin of row i].
+
+    With ``keep`` (room for n bins) the rows' bins are written there, for
+    the gradient that follows in the same training step (``_one_hot_scatter``).
+    """
+    cdef int64_t tile[TILE]
+    cdef int64_t* bins
+    cdef real v = <real>sqrt(<double>fmap.n_components)
+    cdef Py_ssize_t r0 = 0, rows, i, c
+    cdef const real* row
+    while r0 < n:
+        rows = min(<Py_ssize_t>TILE, n - r0)
+        bins = keep + r0 if keep != NULL else tile
+        rows_bins(fmap, <const void*>p, real is float, X, x0 + r0, rows, bins)
+        for i in range(rows):
+            row = coef_j + bins[i] * K
+            for c in range(K):
+                acc[(r0 + i) * K + c] += v * row[c]
+        r0 += rows
+
+
+cdef void _one_hot_scatter(const int64_t* bins, Py_ssize_t n, const real* G, Py_ssize_t K,
+                           double c, Py_ssize_t F, real* coef_j) noexcept nogil:
+    """coef_j[bins[i]] += c sqrt(F) G[i] for the n rows of known bins (a one-hot block)."""
+    cdef real v = <real>(c * sqrt(<double>F))
+    cdef Py_ssize_t i, k
+    cdef real* row
+    for i in range(n):
+        row = coef_j + bins[i] * K
+        for k in range(K):
+            row[k] += v * G[i * K + k]
+
+
+cdef void _one_hot_gradient(CyFeatureMap fmap, const real* p, const Rows* X, Py_ssize_t n,
+                            const real* G, Py_ssize_t K, double c,
+                            real* coef_j) noexcept nogil:
+    """``_block_gradient`` of a one-hot map: coef_j[bin of row i] += c sqrt(F) G[i]."""
+    cdef int64_t bins[TILE]
+    cdef Py_ssize_t r0 = 0, rows
+    while r0 < n:
+        rows = min(<Py_ssize_t>TILE, n - r0)
+        rows_bins(fmap, <const void*>p, real is float, X, r0, rows, bins)
+        _one_hot_scatter(bins, rows, G + r0 * K, K, c, fmap.n_components, coef_j)
+        r0 += rows
+
+
 cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, const real* pt, Work* w,
                            const Rows* X, Py_ssize_t x0, Py_ssize_t n, const real* coef_j,
                            Py_ssize_t K, real* acc, real* keep) noexcept nogil:
@@ -307,6 +356,9 @@ cdef void _tile_accumulate(CyFeatureMap fmap, const real* p, const real* pt, Wor
     cdef Py_ssize_t F = fmap.n_components
     cdef Py_ssize_t r0 = 0, rows
     cdef real* phi
+    if fmap.one_hot and keep == NULL:
+        _one_hot_accumulate(fmap, p, X, x0, n, coef_j, K, acc, NULL)
+        return
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
         phi = keep + r0 * F if keep != NULL else <real*>w.phi
@@ -323,6 +375,9 @@ cdef void _block_gradient(CyFeatureMap fmap, const real* p, const real* pt, Work
     """coef_j (F x K) += c * Phi(X)^T G for one block."""
     cdef Py_ssize_t F = fmap.n_components
     cdef Py_ssize_t r0 = 0, rows
+    if fmap.one_hot:
+        _one_hot_gradient(fmap, p, X, n, G, K, c, coef_j)
+        return
     while r0 < n:
         rows = min(<Py_ssize_t>TILE, n - r0)
         rows_transform(fmap, p, pt, X, r0, rows, <real*>w.phi, <real*>w.work)
@@ -587,6 +642,7 @@ cdef class _Pass:
     cdef double[:, ::1] U
     cdef double[:, ::1] G
     cdef object Gr, parts, keep  # arrays of the model's dtype (typed in the loop)
+    cdef object keep_bins        # int64: a one-hot map's bins of the batch, per block
     cdef object first_U, first_F  # the first step's outputs and features, or None
     cdef _Workspace ws
     cdef int nt
@@ -728,7 +784,9 @@ def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
     # then gradient); keeping the batch's features between the two halves
     # saves the second evaluation when they fit in KEEP_BYTES.
     p.keep = None
-    if keep_blocks <= KEEP_BYTES // (dt.itemsize * nb_max * F):
+    # (a one-hot map keeps its rows' bins instead: one integer per row and block)
+    p.keep_bins = np.empty(keep_blocks * nb_max if fmap.one_hot else 0, dtype=np.int64)
+    if not fmap.one_hot and keep_blocks <= KEEP_BYTES // (dt.itemsize * nb_max * F):
         p.keep = np.empty(max(1, keep_blocks * nb_max * F), dtype=dt)
     p.nt = _n_threads(src, plan.n_jobs, keep_blocks)
     p.ws = _workspace(src, p.nt)
@@ -781,6 +839,9 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
     cdef bint decaying = decay is not None
     cdef real* keep = &keep_arr[0] if keep_arr is not None else NULL
     cdef real* kept = NULL
+    cdef int64_t[::1] bins_arr = p.keep_bins
+    cdef int64_t* keep_bins = &bins_arr[0] if bins_arr.shape[0] else NULL
+    cdef int64_t* kept_bins = NULL
     cdef real* P = &parts[0]
     cdef real* C0 = &coef[0, 0]
     cdef const Rows* XB = &batch.rows
@@ -804,6 +865,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 memcpy(&Yb[i, 0], &Y[r, 0], m * sizeof(double))
             # features are kept only when the step will need them again
             kept = keep if (nblk >= max_blocks if act < 0 else act != ACT_NEW) else NULL
+            kept_bins = keep_bins if (act < 0 and nblk >= max_blocks
+                                      and not (s == 0 and U1 is not None)) else NULL
             if s == 0 and U1 is not None:
                 # half 1 done by the caller (train_steps' outputs and features)
                 memcpy(&U[0, 0], &U1[0, 0], nb * K * sizeof(double))
@@ -815,9 +878,13 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                     w = &ws.w[threadid()]
                     p_j = <const real*>src.get(j, w.params, w.params64)
                     memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                    _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w,
-                                     XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
-                                     kept + j * nb * F if kept != NULL else <real*>NULL)
+                    if kept_bins != NULL:
+                        _one_hot_accumulate(fmap, p_j, XB, 0, nb, C0 + j * F * K, K,
+                                            P + j * nb * K, kept_bins + j * nb)
+                    else:
+                        _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB),
+                                         w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
+                                         kept + j * nb * F if kept != NULL else <real*>NULL)
                 for i in range(nb):
                     for c in range(K):
                         acc = 0.0
@@ -864,7 +931,9 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
             else:
                 cst = -gamma / (nb * F * nblk) / sc
                 for j in prange(nblk, num_threads=nt, schedule="static"):
-                    if kept != NULL:
+                    if kept_bins != NULL:
+                        _one_hot_scatter(kept_bins + j * nb, nb, GR, K, cst, F, C0 + j * F * K)
+                    elif kept != NULL:
                         _gemm(True, False, <int>F, <int>K, <int>nb, cst, kept + j * nb * F,
                               <int>F, GR, <int>K, 1.0, C0 + j * F * K, <int>K)
                     else:

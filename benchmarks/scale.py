@@ -13,18 +13,22 @@ standard deviation, MNIST pixels scaled to [0, 1]), in one run:
   the whole test set (untimed).  The contenders:
 
   - ``ours``: ``DSGClassifier(dtype="float32")`` with its default budget
-    (4,096 features);
+    (4,096 Gaussian random Fourier features), or with random binning
+    features (``BINNING``: 50 grids of 65,536 hashed bins), whichever the
+    tuning below chooses;
   - ``ours growth``: the same with ``max_blocks=None`` and a memory cap,
     ``max_model_bytes``, of ``--growth-blocks`` blocks' worth of learned
-    state for the data set's outputs in float32 (64 blocks: 16,384
-    features; 128 KiB for one output): it adds a block of features per step
+    state for the data set's outputs in float32 (blocks of the chosen
+    kernel's size: 64 Gaussian blocks are 16,384 features, 128 KiB for one
+    output; 64 binning grids 32 MiB): it adds a block of features per step
     until the cap, then keeps updating them all;
   - ``pipeline``: ``RBFSampler(4096) + SGDClassifier.partial_fit`` on
     mini-batches of the same chunks;
   - ``linear``: ``SGDClassifier.partial_fit`` on the inputs.
 
   The kernel width of all three kernel contenders is tuned over the same
-  factors of ``1 / (d Var X)`` (``GAMMA_FACTORS``) by one pass over
+  factors of ``1 / (d Var X)`` (``GAMMA_FACTORS``; binning's L1 width and
+  constant step over ``BINNING_GRID``) by one pass over
   ``--tune-rows`` training rows scored on ``--val-rows`` others; the
   pipeline and the linear model are also tuned over ``alpha``, the loss
   and (pipeline) the batch size, so the peers get the larger grid.
@@ -84,6 +88,14 @@ GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 PIPELINE_GRID = {"alpha": (1e-6, 1e-5, 1e-4), "loss": ("hinge", "log_loss"),
                  "batch": (64, 256)}
 LINEAR_GRID = {"alpha": (1e-6, 1e-5, 1e-4), "loss": ("hinge", "log_loss")}
+# Random binning features of the Laplacian kernel (Rahimi & Recht 2007), the
+# other kernel of ``ours``' grid: 50 grids of 65,536 hashed bins, squared
+# loss, constant steps, no intercept (its step oscillates on such local
+# features).  Its gamma is an L1 width (factors of 1 / (d Var X) as above)
+# and the step is tuned with it, on the validation rows like every setting.
+BINNING = {"kernel": "binning", "block_size": 65536, "max_blocks": 50, "loss": "squared",
+           "learning_rate": "constant", "fit_intercept": False, "precondition": False}
+BINNING_GRID = {"gamma_factor": (16.0, 32.0, 64.0, 128.0), "eta0": (4.0, 8.0, 16.0, 32.0)}
 CHECKPOINTS = (10_000, 20_000, 50_000, 100_000, 200_000)
 GROWTH_ROWS = (50_000, 100_000, 200_000)  # and all rows: the growth figure
 # ``DSGClassifier.fit`` per data set: the candidate of ``BATCH_CANDIDATES``
@@ -271,7 +283,9 @@ def tune(X, y, tune_rows, val_rows, log):
     tr, va = order[:tune_rows], order[tune_rows:tune_rows + val_rows]
     g0 = float(scale_gamma(X))
     grids = {
-        "ours": [{"gamma": f * g0} for f in GAMMA_FACTORS],
+        "ours": ([{"gamma": f * g0} for f in GAMMA_FACTORS]
+                 + [{**BINNING, "gamma": f * g0, "eta0": e}
+                    for f, e in itertools.product(*BINNING_GRID.values())]),
         "pipeline": [{"gamma": f * g0, "alpha": a, "loss": lo, "batch": b}
                      for f, a, lo, b in itertools.product(GAMMA_FACTORS, *PIPELINE_GRID.values())],
         "linear": [{"alpha": a, "loss": lo} for a, lo in itertools.product(*LINEAR_GRID.values())],
@@ -415,13 +429,13 @@ def in_process(task, name, args, data_dir, quick, threads=1, timeout=None):
 # --------------------------------------------------------------------------- #
 # the run
 # --------------------------------------------------------------------------- #
-def growth_bytes(blocks, y):
-    """``max_model_bytes`` of ``blocks`` float32 blocks of 256 features for the outputs of ``y``.
+def growth_bytes(blocks, y, block_size=256):
+    """``max_model_bytes`` of ``blocks`` float32 blocks of ``block_size`` features for ``y``.
 
     One output for two classes, one per class beyond (the multinomial loss).
     """
     k = np.unique(y).size
-    return 2 * 256 * (1 if k == 2 else k) * 4 * blocks
+    return 2 * block_size * (1 if k == 2 else k) * 4 * blocks
 
 
 def run_dataset(name, args, log):
@@ -440,7 +454,8 @@ def run_dataset(name, args, log):
         {"name": "ours", "kind": "ours", "params": dict(chosen["ours"])},
         {"name": "ours growth", "kind": "ours",
          "params": dict(chosen["ours"], max_blocks=None,
-                        max_model_bytes=growth_bytes(args.growth_blocks, y))},
+                        max_model_bytes=growth_bytes(args.growth_blocks, y,
+                                                     chosen["ours"].get("block_size", 256)))},
         {"name": "pipeline", "kind": "pipeline", "params": chosen["pipeline"]},
         {"name": "linear", "kind": "linear", "params": chosen["linear"]},
     ]

@@ -1,4 +1,5 @@
 """Smoke test of benchmarks/scale.py on a tiny synthetic covtype_binary (under a minute)."""
+import itertools
 import json
 
 import numpy as np
@@ -26,10 +27,14 @@ def test_quick_run_writes_curves_targets_and_plot(tmp_path, monkeypatch):
         assert all(a["time_s"] <= b["time_s"] for a, b in zip(curve, curve[1:]))
         assert "test_error" in curve[-1] and 0.0 <= curve[-1]["progressive_error"] <= 1.0
         assert entry["peak_rss_bytes"] > 0
-    # the growing model stops at its cap: 20 blocks of 2 x 256 x 4 bytes (40 KiB)
+    # the growing model stops at its cap: 20 blocks of the chosen kernel's size
+    # (Gaussian: 2 x 256 x 4 bytes each, 40 KiB), the other at its budget
     growth = res["streams"]["ours growth"]["curve"]
-    assert growth[-1]["n_blocks"] == 20 and res["streams"]["ours"]["curve"][-1]["n_blocks"] == 16
-    assert len(res["tuning"]) == (len(scale.GAMMA_FACTORS) * (1 + 12) + 6)
+    chosen = res["streams"]["ours"]["params"]
+    assert growth[-1]["n_blocks"] == 20
+    assert res["streams"]["ours"]["curve"][-1]["n_blocks"] == chosen.get("max_blocks", 16)
+    n_binning = len(list(itertools.product(*scale.BINNING_GRID.values())))
+    assert len(res["tuning"]) == len(scale.GAMMA_FACTORS) * (1 + 12) + n_binning + 6
     batch = res["batch"]["ours"]
     assert batch["status"] == "ok" and 0.0 <= batch["result"]["test_error"] <= 1.0
     names = {t["target"].split("[")[0] for t in res["targets"]}

@@ -178,3 +178,14 @@ def test_one_pass_over_covtype_binary():
     for s in range(0, X.shape[0], 10_000):
         clf.partial_fit(X[order[s:s + 10_000]], y[order[s:s + 10_000]], classes=[-1, 1])
     assert np.mean(clf.predict(Xt) != yt) < 0.08
+
+
+def test_threads_give_the_same_model():
+    # the blocks of a step split among threads, the rows of a prediction in tiles
+    X, y = _data(3000, 6, seed=2)
+    fits = [DSGClassifier(kernel="binning", block_size=4096, max_blocks=20, batch_size=64,
+                          loss="squared", learning_rate="constant", eta0=4.0,
+                          fit_intercept=False, random_state=0, n_jobs=n).partial_fit(
+                              X, y > 0, classes=[False, True]) for n in (1, 2)]
+    assert np.array_equal(fits[0].coef_, fits[1].coef_)
+    assert np.array_equal(fits[0].decision_function(X), fits[1].decision_function(X))

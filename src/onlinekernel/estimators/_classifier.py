@@ -336,8 +336,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         without the cross-talk between similar rows of the plain step.  Each
         updated block costs a Cholesky solve of size ``min(B, F)``.
         ``"auto"`` preconditions wherever the solve runs: not with
-        ``reuse="check"`` (its safe step is derived for the plain step) and,
-        in float32 models, only when ``batch_size <= block_size``.
+        ``reuse="check"`` (its safe step is derived for the plain step),
+        not for a one-hot map (``"binning"``: the solve would run on dense
+        rows of ``block_size`` values, where its steps gather and scatter
+        by bin) and, in float32 models, only when ``batch_size <= block_size``.
         ``False`` gives the plain DSG step (fastest).
 
         The defaults (``"auto"`` with ``batch_size=32, eta0=64``) come from

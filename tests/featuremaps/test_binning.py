@@ -189,3 +189,16 @@ def test_threads_give_the_same_model():
                               X, y > 0, classes=[False, True]) for n in (1, 2)]
     assert np.array_equal(fits[0].coef_, fits[1].coef_)
     assert np.array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
+
+
+def test_one_hot_rule_builds_maps_with_their_parameters():
+    # the rule makes the named map to read its attribute: with kernel_params,
+    # and a map it cannot make here is left to fit (which says what is wrong)
+    est = DSGClassifier(kernel="binning", kernel_params={"gamma": 0.5}, precondition="auto")
+    assert est._kernel_is_one_hot()
+    bad = DSGClassifier(kernel="binning", kernel_params={"nu": 1.5})
+    assert not bad._kernel_is_one_hot()
+    with pytest.raises(ValueError, match="nu"):
+        bad.fit(*_data())
+    nystrom = DSGClassifier(kernel="nystrom", kernel_params={"base_kernel": "binning"})
+    assert not nystrom._kernel_is_one_hot()

@@ -882,7 +882,13 @@ class BaseDSG(BaseEstimator):
         if isinstance(kernel, str):
             if kernel not in registry.available_feature_maps():
                 return False  # (an unknown name is refused where the map is made)
-            kernel = registry.get_feature_map(kernel)
+            try:
+                kernel = registry.get_feature_map(
+                    kernel, **(getattr(self, "kernel_params", None) or {}))
+            except (TypeError, ValueError):
+                # a map that needs parameters the estimator resolves at fit
+                # (gamma, say): made with them there, and refused there if wrong
+                return False
         return bool(getattr(kernel, "one_hot", False))
 
     def _schedule(self):

@@ -88,6 +88,14 @@ GAMMA_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 PIPELINE_GRID = {"alpha": (1e-6, 1e-5, 1e-4), "loss": ("hinge", "log_loss"),
                  "batch": (64, 256)}
 LINEAR_GRID = {"alpha": (1e-6, 1e-5, 1e-4), "loss": ("hinge", "log_loss")}
+CHECKPOINTS = (10_000, 20_000, 50_000, 100_000, 200_000)
+GROWTH_ROWS = (50_000, 100_000, 200_000)  # and all rows: the growth figure
+# ``DSGClassifier.fit`` per data set: the candidate of ``BATCH_CANDIDATES``
+# of least validation error (training rows less the last 20,000 of a seeded
+# permutation, scored on those), as ``python -m benchmarks.scale
+# --choose-batch`` measures it; never chosen on the test rows.
+_F32 = {"dtype": "float32", "loss": "squared"}
+
 # Random binning features of the Laplacian kernel (Rahimi & Recht 2007), the
 # other kernel of ``ours``' grid: 50 grids of 65,536 hashed bins, squared
 # loss, constant steps, no intercept (its step oscillates on such local
@@ -96,18 +104,10 @@ LINEAR_GRID = {"alpha": (1e-6, 1e-5, 1e-4), "loss": ("hinge", "log_loss")}
 BINNING = {"kernel": "binning", "block_size": 65536, "max_blocks": 50, "loss": "squared",
            "learning_rate": "constant", "fit_intercept": False, "precondition": False}
 BINNING_GRID = {"gamma_factor": (16.0, 32.0, 64.0, 128.0), "eta0": (4.0, 8.0, 16.0, 32.0)}
-CHECKPOINTS = (10_000, 20_000, 50_000, 100_000, 200_000)
-GROWTH_ROWS = (50_000, 100_000, 200_000)  # and all rows: the growth figure
-# ``DSGClassifier.fit`` per data set: the candidate of ``BATCH_CANDIDATES``
-# of least validation error (training rows less the last 20,000 of a seeded
-# permutation, scored on those), as ``python -m benchmarks.scale
-# --choose-batch`` measures it; never chosen on the test rows.
-_F32 = {"dtype": "float32", "loss": "squared"}
+
 BATCH_CANDIDATES = {  # the chosen one first
     "covtype_binary": [
-        {"kernel": "binning", "gamma_factor": 64.0, "block_size": 65536, "max_blocks": 50,
-         "learning_rate": "constant", "eta0": 16.0, "fit_intercept": False,
-         "precondition": False, "max_iter": 30, **_F32},
+        {**BINNING, "gamma_factor": 64.0, "eta0": 16.0, "max_iter": 30, **_F32},
         {"kernel": "gaussian", "gamma_factor": 8.0, "n_components": 8192, "alpha": 1e-6, **_F32},
         {"kernel": "nystrom", "gamma_factor": 8.0, "n_components": 4096, "alpha": 1e-6, **_F32},
     ],

@@ -6,6 +6,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.core.streams cimport ok_fill_uniform, ok_log
+from onlinekernel.featuremaps.laplacian import laplacian_kernel
 
 # Bin numbers beyond +-2^62 (an input of 1e300, say) are clamped: they stay
 # distinct from every bin a finite model of the data can reach.
@@ -199,10 +200,7 @@ cdef class RandomBinning(CyFeatureMap):
         The features estimate it up to the collisions of hashed cells
         (about ``(1 - k) / F``).
         """
-        from scipy.spatial.distance import cdist
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
-        return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
+        return laplacian_kernel(X, Y, self.gamma)
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma}

@@ -9,6 +9,14 @@ from onlinekernel.core.streams cimport ok_fill_cauchy, ok_fill_uniform
 cdef double TWO_PI = 6.283185307179586
 
 
+def laplacian_kernel(X, Y, double gamma):
+    """:math:`\\exp(-\\gamma \\|x - y\\|_1)` for every row ``x`` of ``X`` and ``y`` of ``Y``."""
+    from scipy.spatial.distance import cdist
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    return np.exp(-gamma * cdist(X, Y, "cityblock"))
+
+
 cdef class Laplacian(FourierFeatureMap):
     r"""Random Fourier features of :math:`k(x, x') = \exp(-\gamma \|x - x'\|_1)`.
 
@@ -73,10 +81,7 @@ cdef class Laplacian(FourierFeatureMap):
 
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""
-        from scipy.spatial.distance import cdist
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
-        return np.exp(-self.gamma * cdist(X, Y, "cityblock"))
+        return laplacian_kernel(X, Y, self.gamma)
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma}

@@ -25,7 +25,8 @@ registry._register_builtin("builtin_losses", _loss_hooks)
 registry._register_builtin("builtin_feature_maps", _feature_map_hooks)
 from onlinekernel.estimators import (
     DSGClassifier, DSGDensityRatio, DSGGaussianProcessRegressor, DSGOneClassSVM,
-    DSGQuantileRegressor, DSGRegressor, ExtremeLearningMachineClassifier,
+    DSGQuantileRegressor, DSGRegressor, EigenProClassifier, EigenProRegressor,
+    ExtremeLearningMachineClassifier,
     ExtremeLearningMachineRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
     ShrinkingGradientRegressor, WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
 from onlinekernel.io.modelfile import ModelFileError, load
@@ -33,6 +34,7 @@ from onlinekernel.io.modelfile import ModelFileError, load
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",
            "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor",
+           "EigenProClassifier", "EigenProRegressor",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
            "ExtremeLearningMachineRegressor", "ExtremeLearningMachineClassifier",
            "WeightedKitchenSinksRegressor", "WeightedKitchenSinksClassifier",

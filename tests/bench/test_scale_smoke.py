@@ -76,6 +76,20 @@ def test_a_contender_that_fails_is_reported_and_the_run_goes_on(tmp_path):
     assert status == "error" and "absent.npz not found" in result and peak is None
 
 
+def test_batch_fit_of_an_eigenpro_setting():
+    """MNIST's batch settings: the exact kernel machine behind scikit-learn's PCA."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 12)) * np.r_[3.0, 3.0, np.ones(10)]  # the classes in the top PCs
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
+    setting = {**scale.EIGENPRO, "pca": 4, "max_iter": 2}
+    assert scale.BATCH["mnist"]["estimator"] == "eigenpro" and scale.BATCH["mnist"]["pca"] == 100
+    r = scale.batch_fit(setting, X[:500], y[:500], X[500:], y[500:], threads=1)
+    assert r["solver"] == "eigenpro" and r["n_iter"] == 2 and r["setting"] is setting
+    assert 0.0 <= r["test_error"] < 0.3 and r["fit_s"] > 0 and r["predict_s"] > 0
+    model = scale.batch_model(setting, X, 1)
+    assert [type(step).__name__ for _, step in model.steps] == ["PCA", "EigenProClassifier"]
+
+
 def test_choose_batch_fits_the_candidates_on_held_out_training_rows(tmp_path):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1200, 4)).astype(np.float32)

@@ -2,6 +2,7 @@
 from onlinekernel.estimators._base import DRIFT_REACTIONS
 from onlinekernel.estimators._classifier import DSGClassifier
 from onlinekernel.estimators._density_ratio import DSGDensityRatio
+from onlinekernel.estimators._eigenpro import EigenProClassifier, EigenProRegressor
 from onlinekernel.estimators._elm import (
     ExtremeLearningMachineClassifier, ExtremeLearningMachineRegressor,
     WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
@@ -13,7 +14,8 @@ from onlinekernel.estimators._regressor import DSGRegressor
 from onlinekernel.estimators._shrinking import ShrinkingGradientRegressor
 
 __all__ = ["DRIFT_REACTIONS", "DSGClassifier", "DSGDensityRatio", "DSGGaussianProcessRegressor",
-           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor",
+           "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor", "EigenProClassifier",
+           "EigenProRegressor",
            "ExtremeLearningMachineClassifier", "ExtremeLearningMachineRegressor",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
            "WeightedKitchenSinksClassifier", "WeightedKitchenSinksRegressor"]

@@ -1,0 +1,340 @@
+"""Exact kernel machines fitted by EigenPro 2: every training row is a centre.
+
+The random-feature models approximate a kernel with ``M`` features; where
+that approximation is what separates them from an exact kernel machine
+(MNIST: 1.83 % test error with 8,192 Nystrom centres against 1.63 % for the
+exact SVC), these models fit the exact kernel regression
+``f(x) = sum_i a_i k(x_i, x)`` on all ``n`` training rows, by
+:mod:`onlinekernel.solvers.kernel_eigenpro`'s preconditioned steps.  Each
+epoch costs ``O(n^2 d)`` kernel arithmetic and ``O(n d)`` memory, so they
+suit tens of thousands of rows, not millions (the random-feature models'
+ground).  The kernel is any registered feature map's exact ``kernel(X, Y)``.
+
+There is no penalty: like EigenPro, the fit runs towards the interpolating
+solution and is regularised by stopping (``max_iter`` epochs, or ``tol``).
+"""
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from onlinekernel import registry
+from onlinekernel.estimators._base import check_dtype, check_n_jobs, _check_random_state
+from onlinekernel.estimators._constraints import Int, Options, Real
+from onlinekernel.solvers.kernel_eigenpro import (
+    centre_order, eigenpro_epoch, kernel_products, preconditioner)
+
+__all__ = ["EigenProClassifier", "EigenProRegressor"]
+
+#: Rows predicted per call of the kernel products.
+_PREDICT_ROWS = 2048
+#: The largest batch ``batch_size="auto"`` takes (a step's tiles: 4,096 x 2,048 values).
+_MAX_AUTO_BATCH = 4096
+
+
+def _check_gamma(name, value):
+    if isinstance(value, str):
+        if value != "scale":
+            raise ValueError(f"gamma must be 'scale' or a finite number > 0, got {value!r}")
+        return
+    Real(0.0, strict=True)(name, value)
+
+
+def _check_batch_size(name, value):
+    if isinstance(value, str):
+        Options(("auto",))(name, value)
+        return
+    Int(1)(name, value)
+
+
+def _check_kernel_params(name, value):
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"kernel_params must be a dict or None, got {type(value).__name__}")
+
+
+class _EigenPro(BaseEstimator):
+    """What the classifier and the regressor share: the kernel, the fit and the raw outputs."""
+
+    _parameter_constraints = {
+        "gamma": _check_gamma,
+        "kernel_params": _check_kernel_params,
+        "subsample_size": Int(1),
+        "n_eigenpairs": Int(0),
+        "batch_size": _check_batch_size,
+        "max_iter": Int(1),
+        "tol": Real(0.0, none=True),
+        "dtype": lambda name, value: check_dtype(value),
+        "n_jobs": lambda name, value: check_n_jobs(value),
+        "random_state": _check_random_state,
+    }
+
+    def __init__(self, kernel="gaussian", *, gamma="scale", kernel_params=None,
+                 subsample_size=4000, n_eigenpairs=160, batch_size="auto", max_iter=5,
+                 tol=1e-3, dtype="float64", n_jobs=None, random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.kernel_params = kernel_params
+        self.subsample_size = subsample_size
+        self.n_eigenpairs = n_eigenpairs
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.dtype = dtype
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+    def _transaction(self, fit, X, y):
+        """``fit(X, y)``; on any failure the estimator is put back as it was."""
+        saved = dict(self.__dict__)
+        try:
+            self._validate()
+            fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return self
+
+    def _validate(self):
+        for name, check in self._parameter_constraints.items():
+            check(name, getattr(self, name))
+
+    def _kernel_map(self, gamma):
+        """The feature map whose exact ``kernel(X, Y)`` the model uses, with ``gamma`` if it takes one."""
+        params = dict(self.kernel_params or {})
+        kernel = self.kernel
+        if isinstance(kernel, str):
+            fmap = registry.get_feature_map(kernel, **params)
+            if "gamma" in fmap.get_params() and "gamma" not in params:
+                fmap = registry.get_feature_map(kernel, gamma=gamma, **params)
+        elif params:
+            raise ValueError("kernel_params applies to a kernel given by name; a feature-map "
+                             "object carries its own parameters")
+        else:
+            fmap = kernel
+        if not callable(getattr(fmap, "kernel", None)):
+            raise ValueError(f"kernel {kernel!r} has no exact kernel function (a "
+                             f"kernel(X, Y) method): EigenPro needs the kernel's values")
+        return fmap
+
+    def _fit_outputs(self, X, Y):
+        """Fit the coefficients of the (float) targets ``Y`` (n x K) on the validated ``X``."""
+        dt = np.dtype(self.dtype)
+        n_jobs = check_n_jobs(self.n_jobs)
+        if isinstance(self.gamma, str):  # "scale", as scikit-learn's SVC
+            var = float(X.var())
+            gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        else:
+            gamma = float(self.gamma)
+        fmap = self._kernel_map(gamma)
+        rs = check_random_state(self.random_state)
+        hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
+        seed = int((int(hi) << 32) | int(lo))
+        n = X.shape[0]
+        order = centre_order(seed, n)
+        C = np.ascontiguousarray(X[order], dtype=dt)
+        Y = np.ascontiguousarray(Y[order], dtype=dt)
+        s = min(self.subsample_size, n)
+        if self.batch_size == "auto":
+            # several steps an epoch on small data; EigenPro's critical batch on large
+            max_batch = max(1, min(_MAX_AUTO_BATCH, n // 16))
+        else:
+            max_batch = min(n, self.batch_size)
+        P = preconditioner(fmap.kernel, C[:s], self.n_eigenpairs, max_batch)
+        A = np.zeros_like(Y)
+        losses = []
+        converged = False
+        for epoch in range(self.max_iter):
+            losses.append(eigenpro_epoch(fmap.kernel, C, Y, A, P, seed, epoch, n_jobs))
+            if not np.isfinite(A).all():
+                raise FloatingPointError("EigenPro's steps diverged (non-finite coefficients); "
+                                         "try a smaller batch_size")
+            if (self.tol is not None and epoch > 0
+                    and losses[-2] - losses[-1] < self.tol * losses[-2]):
+                converged = True
+                break
+        if not converged and self.tol is not None:
+            warnings.warn(f"{type(self).__name__}: max_iter={self.max_iter} epochs ran and the "
+                          f"training loss still fell by more than tol={self.tol} of itself in "
+                          f"the last one; increase max_iter to fit closer",
+                          ConvergenceWarning, stacklevel=3)
+        # published together, once the fit has succeeded
+        self.kernel_, self.gamma_, self.centers_, self.coef_ = fmap, gamma, C, A
+        self.n_iter_, self.loss_curve_ = len(losses), losses
+        self.batch_size_, self.eta_ = P.batch_size, P.eta
+
+    def _raw(self, X):
+        """``f(X)``: the kernel products with the centres, float64 ``(n, K)``."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=self.centers_.dtype, order="C")
+        n_jobs = check_n_jobs(self.n_jobs)
+        out = np.empty((X.shape[0], self.coef_.shape[1]))
+        for r0 in range(0, X.shape[0], _PREDICT_ROWS):
+            out[r0:r0 + _PREDICT_ROWS] = kernel_products(
+                self.kernel_.kernel, X[r0:r0 + _PREDICT_ROWS], self.centers_, self.coef_,
+                n_jobs)[0]
+        return out
+
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    kernel : str or feature map, default="gaussian"
+        A registered feature map whose exact kernel ``kernel(X, Y)`` the
+        model uses (``"gaussian"``, ``"laplacian"``, ``"matern"``, ...), or
+        such a map object.
+    gamma : "scale" or float, default="scale"
+        The kernel's bandwidth, for maps that take one; ``"scale"`` is
+        ``1 / (d Var X)``, as in scikit-learn's SVC.
+    kernel_params : dict, default=None
+        Further parameters of a map given by name.
+    subsample_size : int, default=4000
+        Rows whose kernel matrix gives the top eigenpairs (``s``).
+    n_eigenpairs : int, default=160
+        Eigen-directions the preconditioner flattens (``q``, at most ``s - 1``).
+    batch_size : "auto" or int, default="auto"
+        Rows per step at most; the preconditioner flattens as many
+        eigen-directions (up to ``n_eigenpairs``) as a step of that many rows
+        can use, and steps with EigenPro 2's critical batch
+        ``beta / lambda_{q+1}`` up to it.  ``"auto"``: ``n / 16`` rows, at
+        most 4,096.
+    max_iter : int, default=5
+        Epochs at most.
+    tol : float or None, default=1e-3
+        Stop when an epoch lowers the training loss by less than ``tol`` of
+        itself (a ``ConvergenceWarning`` if ``max_iter`` stops the fit
+        first); ``None`` runs ``max_iter`` epochs.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the centres, the coefficients and the kernel values.
+    n_jobs : int, default=None
+        Threads sharing the kernel tiles (None: 1; -1: every core).
+    random_state : int, RandomState or None, default=None
+        Seeds the subsample and the order of the batches.
+"""
+
+_ATTRIBUTES_DOC = """
+    centers_ : ndarray of shape (n_samples, n_features)
+        The training rows, in the order of ``coef_`` (the subsample first).
+    coef_ : ndarray of shape (n_samples, n_outputs)
+        Their coefficients.
+    gamma_ : float
+        The bandwidth used.
+    kernel_ : feature map
+        The map whose ``kernel`` the model evaluates.
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Each epoch's mean squared residual, each row measured before its step.
+    batch_size_ : int
+        Rows per step.
+    eta_ : float
+        The step size.
+"""
+
+
+class EigenProRegressor(RegressorMixin, _EigenPro):
+    __doc__ = f"""Exact kernel regression fitted by EigenPro 2 (Ma & Belkin 2019).
+
+    ``f(x) = sum_i a_i k(x_i, x)`` over every training row, for the squared
+    loss; targets are centred and scaled inside (raw targets work as well
+    as standardised ones).  See :mod:`onlinekernel.estimators._eigenpro`.
+    {_PARAMS_DOC}
+    Attributes
+    ----------{_ATTRIBUTES_DOC}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import EigenProRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, size=(500, 1))
+    >>> y = 100 * np.sin(X[:, 0]) + 50
+    >>> reg = EigenProRegressor(gamma=1.0, max_iter=20, random_state=0).fit(X, y)
+    >>> bool(np.abs(reg.predict([[0.5]])[0] - (100 * np.sin(0.5) + 50)) < 2)
+    True
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Fit the model to the rows ``X`` and targets ``y`` (1-d, or one column per output)."""
+        return self._transaction(self._fit, X, y)
+
+    def _fit(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.dtype(self.dtype), order="C",
+                             multi_output=True, y_numeric=True)
+        Y = np.asarray(y, dtype=np.float64)
+        Y2 = Y.reshape(Y.shape[0], -1)
+        mean = Y2.mean(axis=0)
+        scale = Y2.std(axis=0)
+        scale[scale == 0] = 1.0
+        self._fit_outputs(X, (Y2 - mean) / scale)
+        self._y_mean, self._y_scale, self._y_1d = mean, scale, Y.ndim == 1
+
+    def predict(self, X):
+        """The model's predictions, in the targets' units."""
+        out = self._raw(X) * self._y_scale + self._y_mean
+        return out[:, 0] if self._y_1d else out
+
+
+class EigenProClassifier(ClassifierMixin, _EigenPro):
+    __doc__ = f"""Exact kernel classification fitted by EigenPro 2 (Ma & Belkin 2019).
+
+    One output per class, fitted to the class's indicator by the squared
+    loss (as EigenPro does); the predicted class is the largest output.
+    See :mod:`onlinekernel.estimators._eigenpro`.
+    {_PARAMS_DOC}
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels.{_ATTRIBUTES_DOC}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import EigenProClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2))
+    >>> y = np.where(np.hypot(X[:, 0], X[:, 1]) < 1.2, "in", "out")  # no line separates them
+    >>> clf = EigenProClassifier(random_state=0).fit(X[:500], y[:500])
+    >>> bool(clf.score(X[500:], y[500:]) > 0.9)
+    True
+    """
+
+    def fit(self, X, y):
+        """Fit the model to the rows ``X`` and their labels ``y``."""
+        return self._transaction(self._fit, X, y)
+
+    def _fit(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.dtype(self.dtype), order="C")
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
+                             f"but the data contain only one class: {classes[0]!r}")
+        Y = np.zeros((y.shape[0], classes.shape[0]))
+        Y[np.arange(y.shape[0]), codes] = 1.0
+        self._fit_outputs(X, Y)
+        self.classes_ = classes
+
+    def decision_function(self, X):
+        """The outputs: one column per class, or ``f_1 - f_0`` (1-d) for two classes."""
+        out = self._raw(X)
+        return out[:, 1] - out[:, 0] if out.shape[1] == 2 else out
+
+    def predict(self, X):
+        """The class of the largest output."""
+        out = self._raw(X)
+        return self.classes_[np.argmax(out, axis=1)]

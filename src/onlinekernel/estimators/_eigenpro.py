@@ -13,7 +13,7 @@ ground).  The kernel is any registered feature map's exact ``kernel(X, Y)``.
 There is no penalty: like EigenPro, the fit runs towards the interpolating
 solution and is regularised by stopping (``max_iter`` epochs, or ``tol``).
 """
-import numbers
+import copy
 import warnings
 
 import numpy as np
@@ -24,7 +24,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from onlinekernel import registry
-from onlinekernel.estimators._base import check_dtype, check_n_jobs, _check_random_state
+from onlinekernel.estimators._base import (
+    _check_random_state, _entry_variance, check_dtype, check_n_jobs)
 from onlinekernel.estimators._constraints import Int, Options, Real
 from onlinekernel.solvers.kernel_eigenpro import (
     centre_order, eigenpro_epoch, kernel_products, preconditioner)
@@ -109,34 +110,39 @@ class _EigenPro(BaseEstimator):
         for name, check in self._parameter_constraints.items():
             check(name, getattr(self, name))
 
-    def _kernel_map(self, gamma):
-        """The feature map whose exact ``kernel(X, Y)`` the model uses, with ``gamma`` if it takes one."""
-        params = dict(self.kernel_params or {})
+    def _kernel_map(self, X):
+        """The feature map whose exact ``kernel(X, Y)`` the model uses, and its gamma.
+
+        A map given by name gets ``gamma`` (``"scale"``: ``1 / (d Var X)``, as
+        scikit-learn's SVC) when it takes one and ``kernel_params`` does not
+        set it; a map object is used as it is (a copy).
+        """
         kernel = self.kernel
         if isinstance(kernel, str):
+            maps = registry.available_feature_maps()
+            if kernel not in maps:
+                registry.get_feature_map(kernel)  # raises the error that lists the names
+            params = dict(self.kernel_params or {})
+            if "gamma" in maps[kernel]["parameters"] and "gamma" not in params:
+                var = _entry_variance(X, None)
+                params["gamma"] = (float(self.gamma) if not isinstance(self.gamma, str)
+                                   else 1.0 / (X.shape[1] * var) if var > 0 else 1.0)
             fmap = registry.get_feature_map(kernel, **params)
-            if "gamma" in fmap.get_params() and "gamma" not in params:
-                fmap = registry.get_feature_map(kernel, gamma=gamma, **params)
-        elif params:
+        elif self.kernel_params:
             raise ValueError("kernel_params applies to a kernel given by name; a feature-map "
                              "object carries its own parameters")
         else:
-            fmap = kernel
+            fmap = copy.deepcopy(kernel)
         if not callable(getattr(fmap, "kernel", None)):
             raise ValueError(f"kernel {kernel!r} has no exact kernel function (a "
                              f"kernel(X, Y) method): EigenPro needs the kernel's values")
-        return fmap
+        return fmap, getattr(fmap, "gamma", None)
 
     def _fit_outputs(self, X, Y):
         """Fit the coefficients of the (float) targets ``Y`` (n x K) on the validated ``X``."""
         dt = np.dtype(self.dtype)
         n_jobs = check_n_jobs(self.n_jobs)
-        if isinstance(self.gamma, str):  # "scale", as scikit-learn's SVC
-            var = float(X.var())
-            gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-        else:
-            gamma = float(self.gamma)
-        fmap = self._kernel_map(gamma)
+        fmap, gamma = self._kernel_map(X)
         rs = check_random_state(self.random_state)
         hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
         seed = int((int(hi) << 32) | int(lo))
@@ -227,8 +233,8 @@ _ATTRIBUTES_DOC = """
         The training rows, in the order of ``coef_`` (the subsample first).
     coef_ : ndarray of shape (n_samples, n_outputs)
         Their coefficients.
-    gamma_ : float
-        The bandwidth used.
+    gamma_ : float or None
+        The kernel's bandwidth (None for a kernel without one).
     kernel_ : feature map
         The map whose ``kernel`` the model evaluates.
     n_iter_ : int

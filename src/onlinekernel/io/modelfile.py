@@ -650,8 +650,8 @@ def dumps(model):
     """
     cls = type(model)
     if not any(issubclass(cls, c) for c in _ESTIMATORS.values()):
-        raise TypeError(f"model files hold onlinekernel's random-feature estimators, not a "
-                        f"{type(model).__name__} (pickle it)")
+        raise TypeError(f"model files hold onlinekernel estimators of random features; a "
+                        f"{type(model).__name__} cannot be saved in one (pickle it)")
     if _estimator_classes().get((cls.__module__, cls.__qualname__)) is not cls:
         raise ModelFileError(f"cannot save a {cls.__qualname__}: model files hold the "
                              f"estimators defined in onlinekernel (pickle a subclass instead)")

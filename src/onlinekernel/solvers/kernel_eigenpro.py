@@ -43,9 +43,9 @@ __all__ = ["Preconditioner", "preconditioner", "kernel_products", "centre_order"
 
 #: Centres per kernel tile: a 2,048-row batch's tile is 16 MiB in float32.
 TILE = 2048
-#: The stream of the seeded draws: the centres' order (the subsample first),
-#: then one stream per epoch for the order of its batches.
-_ORDER_STREAM = 0
+#: The seeded draws' block of the package's Philox streams: the centres' order
+#: (the subsample first); block ``_ORDER_BLOCK + 1 + e`` orders epoch ``e``'s batches.
+_ORDER_BLOCK = 0
 
 
 def kernel_products(kernel, X, C, A, n_jobs=1, keep=0):
@@ -172,7 +172,7 @@ def centre_order(seed, n):
 
     Philox words as sort keys: the same order under any numpy version.
     """
-    return np.argsort(words(seed, _ORDER_STREAM, 0, n), kind="stable")
+    return np.argsort(words(seed, _ORDER_BLOCK, 0, n), kind="stable")
 
 
 def eigenpro_epoch(kernel, C, Y, A, P, seed, epoch, n_jobs=1):
@@ -183,7 +183,7 @@ def eigenpro_epoch(kernel, C, Y, A, P, seed, epoch, n_jobs=1):
     epoch's progressive training loss).
     """
     n, s = C.shape[0], P.V.shape[0]
-    order = np.argsort(words(seed, _ORDER_STREAM + 1 + epoch, 0, n), kind="stable")
+    order = np.argsort(words(seed, _ORDER_BLOCK + 1 + epoch, 0, n), kind="stable")
     m = P.batch_size
     sse = 0.0
     for start in range(0, n, m):

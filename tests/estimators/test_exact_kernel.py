@@ -198,6 +198,6 @@ def test_model_files_refuse_it_by_name(tmp_path):
     from onlinekernel.io import modelfile
     X, y = _ring(100)
     clf = EigenProClassifier(max_iter=1, tol=None, random_state=0).fit(X, y)
-    with pytest.raises(TypeError, match="not a EigenProClassifier \\(pickle it\\)"):
+    with pytest.raises(TypeError, match="a EigenProClassifier cannot be saved in one \\(pickle it\\)"):
         modelfile.save(clf, tmp_path / "m.okm")
     assert not (tmp_path / "m.okm").exists()

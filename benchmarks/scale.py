@@ -36,7 +36,8 @@ standard deviation, MNIST pixels scaled to [0, 1]), in one run:
   MNIST, the exact kernel machine ``EigenProClassifier`` behind
   scikit-learn's ``PCA`` -- in the setting of ``BATCH`` (chosen on a
   validation split of the training rows, see the note there), its fit time,
-  test error and the time to predict the test rows; on MNIST also scikit-learn's exact ``SVC`` (RBF, C = 10,
+  test error and the time to predict the test rows; on MNIST also
+  scikit-learn's exact ``SVC`` (RBF, C = 10,
   ``gamma="scale"``: the README's reference), its fit and predict times
   (libsvm runs one thread); if the SVC's fit takes more than
   ``--svc-timeout`` seconds it is stopped and refit on 20,000 rows, which

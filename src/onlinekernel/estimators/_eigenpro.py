@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from onlinekernel import registry
 from onlinekernel.estimators._base import (
-    _check_random_state, _entry_variance, check_dtype, check_n_jobs)
+    _check_dict, _check_random_state, _entry_variance, check_dtype, check_n_jobs)
 from onlinekernel.estimators._constraints import Int, Options, Real
 from onlinekernel.solvers.kernel_eigenpro import (
     centre_order, eigenpro_epoch, kernel_products, preconditioner)
@@ -53,17 +53,12 @@ def _check_batch_size(name, value):
     Int(1)(name, value)
 
 
-def _check_kernel_params(name, value):
-    if value is not None and not isinstance(value, dict):
-        raise ValueError(f"kernel_params must be a dict or None, got {type(value).__name__}")
-
-
 class _EigenPro(BaseEstimator):
     """What the classifier and the regressor share: the kernel, the fit and the raw outputs."""
 
     _parameter_constraints = {
         "gamma": _check_gamma,
-        "kernel_params": _check_kernel_params,
+        "kernel_params": _check_dict,
         "subsample_size": Int(1),
         "n_eigenpairs": Int(0),
         "batch_size": _check_batch_size,

@@ -39,7 +39,8 @@ from threadpoolctl import threadpool_limits
 
 from onlinekernel.core.streams import words
 
-__all__ = ["Preconditioner", "preconditioner", "kernel_products", "centre_order", "eigenpro_epoch"]
+__all__ = ["Preconditioner", "preconditioner", "kernel_products", "centre_order",
+           "eigenpro_epoch"]
 
 #: Centres per kernel tile: a 2,048-row batch's tile is 16 MiB in float32.
 TILE = 2048
@@ -126,7 +127,7 @@ class Preconditioner:
 
 
 def preconditioner(kernel, Cs, n_eigenpairs, max_batch):
-    """EigenPro 2's preconditioner from the subsample ``Cs`` (``s`` rows), for batches of at most ``max_batch``.
+    """EigenPro 2's preconditioner from the subsample ``Cs`` (``s`` rows), batches <= max_batch.
 
     A step of ``m`` rows is as large as ``m / beta`` allows up to EigenPro's
     critical batch ``beta / lambda_{q+1}``; beyond it the batch buys no
@@ -176,7 +177,7 @@ def centre_order(seed, n):
 
 
 def eigenpro_epoch(kernel, C, Y, A, P, seed, epoch, n_jobs=1):
-    """One epoch of EigenPro steps on the centres ``C`` (their own training rows) in place on ``A``.
+    """One epoch of EigenPro steps on the centres ``C`` (their own training rows), on ``A``.
 
     The subsample is ``C[:s]`` (``s = P.V.shape[0]``).  Returns the mean
     squared residual of the rows, each measured before its batch's step (the

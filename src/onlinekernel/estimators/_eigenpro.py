@@ -36,6 +36,12 @@ __all__ = ["EigenProClassifier", "EigenProRegressor"]
 _PREDICT_ROWS = 2048
 #: The largest batch ``batch_size="auto"`` takes (a step's tiles: 4,096 x 2,048 values).
 _MAX_AUTO_BATCH = 4096
+#: ``subsample_size="auto"``: an eighth of the rows within these bounds.  The
+#: subsample's eigendecomposition is the fit's fixed cost (4,000 rows: 6 s on
+#: one thread); on usps (7,291 rows) 911 rows gave 6.03 % test error after one
+#: epoch in 1.0 s against 6.23 % in 6.9 s with 4,000, and on pendigits 2.00 %
+#: after two epochs in 1.1 s against 2.92 % in 6.8 s.
+_MIN_AUTO_SUBSAMPLE, _MAX_AUTO_SUBSAMPLE = 500, 4000
 
 
 def _check_gamma(name, value):
@@ -46,7 +52,7 @@ def _check_gamma(name, value):
     Real(0.0, strict=True)(name, value)
 
 
-def _check_batch_size(name, value):
+def _int_or_auto(name, value):
     if isinstance(value, str):
         Options(("auto",))(name, value)
         return
@@ -59,9 +65,9 @@ class _EigenPro(BaseEstimator):
     _parameter_constraints = {
         "gamma": _check_gamma,
         "kernel_params": _check_dict,
-        "subsample_size": Int(1),
+        "subsample_size": _int_or_auto,
         "n_eigenpairs": Int(0),
-        "batch_size": _check_batch_size,
+        "batch_size": _int_or_auto,
         "max_iter": Int(1),
         "tol": Real(0.0, none=True),
         "dtype": lambda name, value: check_dtype(value),
@@ -70,7 +76,7 @@ class _EigenPro(BaseEstimator):
     }
 
     def __init__(self, kernel="gaussian", *, gamma="scale", kernel_params=None,
-                 subsample_size=4000, n_eigenpairs=160, batch_size="auto", max_iter=5,
+                 subsample_size="auto", n_eigenpairs=160, batch_size="auto", max_iter=5,
                  tol=1e-3, dtype="float64", n_jobs=None, random_state=None):
         self.kernel = kernel
         self.gamma = gamma
@@ -145,7 +151,10 @@ class _EigenPro(BaseEstimator):
         order = centre_order(seed, n)
         C = np.ascontiguousarray(X[order], dtype=dt)
         Y = np.ascontiguousarray(Y[order], dtype=dt)
-        s = min(self.subsample_size, n)
+        if self.subsample_size == "auto":
+            s = min(n, _MAX_AUTO_SUBSAMPLE, max(_MIN_AUTO_SUBSAMPLE, n // 8))
+        else:
+            s = min(n, self.subsample_size)
         if self.batch_size == "auto":
             # several steps an epoch on small data; EigenPro's critical batch on large
             max_batch = max(1, min(_MAX_AUTO_BATCH, n // 16))
@@ -172,6 +181,7 @@ class _EigenPro(BaseEstimator):
         # published together, once the fit has succeeded
         self.kernel_, self.gamma_, self.centers_, self.coef_ = fmap, gamma, C, A
         self.n_iter_, self.loss_curve_ = len(losses), losses
+        self.subsample_size_, self.n_eigenpairs_ = s, P.V.shape[1]
         self.batch_size_, self.eta_ = P.batch_size, P.eta
 
     def _raw(self, X):
@@ -199,8 +209,9 @@ _PARAMS_DOC = """
         ``1 / (d Var X)``, as in scikit-learn's SVC.
     kernel_params : dict, default=None
         Further parameters of a map given by name.
-    subsample_size : int, default=4000
-        Rows whose kernel matrix gives the top eigenpairs (``s``).
+    subsample_size : "auto" or int, default="auto"
+        Rows whose kernel matrix gives the top eigenpairs (``s``); ``"auto"``:
+        an eighth of the training rows, at least 500 and at most 4,000.
     n_eigenpairs : int, default=160
         Eigen-directions the preconditioner flattens (``q``, at most ``s - 1``).
     batch_size : "auto" or int, default="auto"
@@ -236,6 +247,10 @@ _ATTRIBUTES_DOC = """
         Epochs run.
     loss_curve_ : list of float
         Each epoch's mean squared residual, each row measured before its step.
+    subsample_size_ : int
+        Rows of the subsample.
+    n_eigenpairs_ : int
+        Eigen-directions the preconditioner flattens.
     batch_size_ : int
         Rows per step.
     eta_ : float

@@ -155,6 +155,34 @@ def check_n_jobs(value):
     return max(1, effective_n_jobs(int(value)))
 
 
+def seed_of(random_state):
+    """The model's 64-bit seed ``seed_``, drawn from a ``random_state`` parameter.
+
+    Two 32-bit draws of scikit-learn's ``check_random_state``: an integer
+    gives the same seed on every machine, ``None`` a fresh one.
+
+    >>> seed_of(0) == seed_of(0)
+    True
+    """
+    hi, lo = check_random_state(random_state).randint(0, 2 ** 32, size=2, dtype=np.uint64)
+    return int((int(hi) << 32) | int(lo))
+
+
+def scale_gamma(X, sample_weight=None):
+    """``gamma="scale"``: ``1 / (d Var X)``, the variance of X's entries (weighted
+    rows; 1.0 for constant X), as scikit-learn's SVC.
+
+    >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))
+    0.5
+    """
+    var = _entry_variance(X, sample_weight)
+    if not np.isfinite(var):
+        raise ValueError(f"gamma='scale' needs the variance of X, which overflows "
+                         f"(|X| up to {float(abs(X).max()):.3g}): standardise "
+                         f"the inputs or give gamma as a number")
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
 def check_sample_weight(sample_weight, X):
     """``sample_weight`` as a float64 weight per row of ``X`` (ones when None).
 
@@ -1074,12 +1102,7 @@ class BaseDSG(BaseEstimator):
             elif isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
                 gamma = self._gamma_rule(X, sample_weight)  # a subclass's own rule
             elif isinstance(self.gamma, str):
-                var = _entry_variance(X, sample_weight)
-                if not np.isfinite(var):
-                    raise ValueError(f"gamma='scale' needs the variance of X, which overflows "
-                                     f"(|X| up to {float(abs(X).max()):.3g}): standardise "
-                                     f"the inputs or give gamma as a number")
-                gamma = 1.0 / (d * var) if var > 0 else 1.0
+                gamma = scale_gamma(X, sample_weight)
             else:
                 gamma = float(self.gamma)
             params["gamma"] = gamma
@@ -1096,9 +1119,7 @@ class BaseDSG(BaseEstimator):
     # ------------------------------------------------------------------ #
     def _new_state(self, X, n_outputs, loss, sample_weight=None):
         fmap, gamma = self._make_feature_map(X, sample_weight)
-        rs = check_random_state(self.random_state)
-        hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
-        seed = int((int(hi) << 32) | int(lo))
+        seed = seed_of(self.random_state)
         if getattr(fmap, "needs_fit", False):
             # a map fitted on data (Nystrom's landmarks): once, for the whole
             # budget, so that every block the model will have is defined now

@@ -19,13 +19,12 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from onlinekernel import registry
 from onlinekernel.estimators._base import (
-    _check_dict, _check_random_state, _entry_variance, check_dtype, check_n_jobs)
+    _check_dict, _check_random_state, check_dtype, check_n_jobs, scale_gamma, seed_of)
 from onlinekernel.estimators._constraints import Int, Options, Real
 from onlinekernel.solvers.kernel_eigenpro import (
     centre_order, eigenpro_epoch, kernel_products, preconditioner)
@@ -125,9 +124,8 @@ class _EigenPro(BaseEstimator):
                 registry.get_feature_map(kernel)  # raises the error that lists the names
             params = dict(self.kernel_params or {})
             if "gamma" in maps[kernel]["parameters"] and "gamma" not in params:
-                var = _entry_variance(X, None)
-                params["gamma"] = (float(self.gamma) if not isinstance(self.gamma, str)
-                                   else 1.0 / (X.shape[1] * var) if var > 0 else 1.0)
+                params["gamma"] = (scale_gamma(X) if isinstance(self.gamma, str)
+                                   else float(self.gamma))
             fmap = registry.get_feature_map(kernel, **params)
         elif self.kernel_params:
             raise ValueError("kernel_params applies to a kernel given by name; a feature-map "
@@ -144,9 +142,7 @@ class _EigenPro(BaseEstimator):
         dt = np.dtype(self.dtype)
         n_jobs = check_n_jobs(self.n_jobs)
         fmap, gamma = self._kernel_map(X)
-        rs = check_random_state(self.random_state)
-        hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
-        seed = int((int(hi) << 32) | int(lo))
+        seed = seed_of(self.random_state)
         n = X.shape[0]
         order = centre_order(seed, n)
         C = np.ascontiguousarray(X[order], dtype=dt)

@@ -13,14 +13,13 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from onlinekernel.featuremaps.base import PyFeatureMapAdapter, as_cy_feature_map
 from onlinekernel.solvers.shrinking import MAX_ESTIMATES, readout_accumulate, sg_rounds
 from onlinekernel.solvers.dsg import BlockSource
 from onlinekernel.estimators import _docs
-from onlinekernel.estimators._base import BaseDSG, model_outputs, transactional
+from onlinekernel.estimators._base import BaseDSG, model_outputs, seed_of, transactional
 from onlinekernel.estimators._constraints import Bool, Int, Real
 from onlinekernel.estimators._constraints import check_int as _check_int
 from onlinekernel.estimators._constraints import check_real as _check_real
@@ -328,9 +327,7 @@ class ShrinkingGradientRegressor(RegressorMixin, BaseDSG):
 
     def _new_sg_state(self, X):
         fmap, gamma = self._make_feature_map(X)
-        rs = check_random_state(self.random_state)
-        hi, lo = rs.randint(0, 2 ** 32, size=2, dtype=np.uint64)
-        seed = int((int(hi) << 32) | int(lo))
+        seed = seed_of(self.random_state)
         d = X.shape[1]
         nb = self._predict_blocks()
         R = nb * fmap.n_components

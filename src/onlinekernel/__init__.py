@@ -28,13 +28,13 @@ from onlinekernel.estimators import (
     DSGQuantileRegressor, DSGRegressor, EigenProClassifier, EigenProRegressor,
     ExtremeLearningMachineClassifier,
     ExtremeLearningMachineRegressor, FixedFeatureClassifier, FixedFeatureRegressor,
-    ShrinkingGradientRegressor, WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
+    NormaClassifier, ShrinkingGradientRegressor, WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
 from onlinekernel.io.modelfile import ModelFileError, load
 
 __all__ = ["__version__", "Loss", "FeatureMap", "available_losses", "available_feature_maps", "get_loss",
            "get_feature_map", "DSGClassifier", "DSGRegressor", "DSGDensityRatio",
            "DSGOneClassSVM", "DSGQuantileRegressor", "DSGGaussianProcessRegressor",
-           "EigenProClassifier", "EigenProRegressor",
+           "EigenProClassifier", "EigenProRegressor", "NormaClassifier",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "ShrinkingGradientRegressor",
            "ExtremeLearningMachineRegressor", "ExtremeLearningMachineClassifier",
            "WeightedKitchenSinksRegressor", "WeightedKitchenSinksClassifier",

@@ -654,14 +654,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def predict_proba(self, X):
         """Class probabilities (losses with a logistic or softmax link)."""
         raw, st = self._outputs(X)
-        if st["loss_"].link == "softmax":
-            z = raw - raw.max(axis=1, keepdims=True)
-            p = np.exp(z)
-            return p / p.sum(axis=1, keepdims=True)
-        p = 0.5 * (1.0 + np.tanh(0.5 * raw))  # the sigmoid, without overflow
-        if p.shape[1] == 1:
-            return np.concatenate((1.0 - p, p), axis=1)
-        return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+        return probabilities(raw, st["loss_"].link)
 
     @_with_probabilities
     @dask_rows
@@ -669,6 +662,17 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
+
+
+def probabilities(raw, link):
+    """Class probabilities of raw outputs ``(n, K)`` under a ``"logistic"`` or ``"softmax"`` link."""
+    if link == "softmax":
+        p = np.exp(raw - raw.max(axis=1, keepdims=True))
+        return p / p.sum(axis=1, keepdims=True)
+    p = 0.5 * (1.0 + np.tanh(0.5 * raw))  # the sigmoid, without overflow
+    if p.shape[1] == 1:
+        return np.concatenate((1.0 - p, p), axis=1)
+    return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
 
 
 def _encoded(classes, loss, y):

@@ -13,7 +13,6 @@ ground).  The kernel is any registered feature map's exact ``kernel(X, Y)``.
 There is no penalty: like EigenPro, the fit runs towards the interpolating
 solution and is regularised by stopping (``max_iter`` epochs, or ``tol``).
 """
-import copy
 import warnings
 
 import numpy as np
@@ -22,10 +21,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from onlinekernel import registry
 from onlinekernel.estimators._base import (
-    _check_dict, _check_random_state, check_dtype, check_n_jobs, scale_gamma, seed_of)
+    _check_dict, _check_random_state, check_dtype, check_n_jobs, seed_of)
 from onlinekernel.estimators._constraints import Int, Options, Real
+from onlinekernel.estimators._stored import check_gamma, exact_kernel, transaction
 from onlinekernel.solvers.kernel_eigenpro import (
     centre_order, eigenpro_epoch, kernel_products, preconditioner)
 
@@ -43,14 +42,6 @@ _MAX_AUTO_BATCH = 4096
 _MIN_AUTO_SUBSAMPLE, _MAX_AUTO_SUBSAMPLE = 500, 4000
 
 
-def _check_gamma(name, value):
-    if isinstance(value, str):
-        if value != "scale":
-            raise ValueError(f"gamma must be 'scale' or a finite number > 0, got {value!r}")
-        return
-    Real(0.0, strict=True)(name, value)
-
-
 def _int_or_auto(name, value):
     if isinstance(value, str):
         Options(("auto",))(name, value)
@@ -62,7 +53,7 @@ class _EigenPro(BaseEstimator):
     """What the classifier and the regressor share: the kernel, the fit and the raw outputs."""
 
     _parameter_constraints = {
-        "gamma": _check_gamma,
+        "gamma": check_gamma,
         "kernel_params": _check_dict,
         "subsample_size": _int_or_auto,
         "n_eigenpairs": Int(0),
@@ -94,54 +85,16 @@ class _EigenPro(BaseEstimator):
         tags.input_tags.sparse = False
         return tags
 
-    def _transaction(self, fit, X, y):
-        """``fit(X, y)``; on any failure the estimator is put back as it was."""
-        saved = dict(self.__dict__)
-        try:
-            self._validate()
-            fit(X, y)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        return self
 
     def _validate(self):
         for name, check in self._parameter_constraints.items():
             check(name, getattr(self, name))
 
-    def _kernel_map(self, X):
-        """The feature map whose exact ``kernel(X, Y)`` the model uses, and its gamma.
-
-        A map given by name gets ``gamma`` (``"scale"``: ``1 / (d Var X)``, as
-        scikit-learn's SVC) when it takes one and ``kernel_params`` does not
-        set it; a map object is used as it is (a copy).
-        """
-        kernel = self.kernel
-        if isinstance(kernel, str):
-            maps = registry.available_feature_maps()
-            if kernel not in maps:
-                registry.get_feature_map(kernel)  # raises the error that lists the names
-            params = dict(self.kernel_params or {})
-            if "gamma" in maps[kernel]["parameters"] and "gamma" not in params:
-                params["gamma"] = (scale_gamma(X) if isinstance(self.gamma, str)
-                                   else float(self.gamma))
-            fmap = registry.get_feature_map(kernel, **params)
-        elif self.kernel_params:
-            raise ValueError("kernel_params applies to a kernel given by name; a feature-map "
-                             "object carries its own parameters")
-        else:
-            fmap = copy.deepcopy(kernel)
-        if not callable(getattr(fmap, "kernel", None)):
-            raise ValueError(f"kernel {kernel!r} has no exact kernel function (a "
-                             f"kernel(X, Y) method): EigenPro needs the kernel's values")
-        return fmap, getattr(fmap, "gamma", None)
-
     def _fit_outputs(self, X, Y):
         """Fit the coefficients of the (float) targets ``Y`` (n x K) on the validated ``X``."""
         dt = np.dtype(self.dtype)
         n_jobs = check_n_jobs(self.n_jobs)
-        fmap, gamma = self._kernel_map(X)
+        fmap, gamma = exact_kernel(self, X)
         seed = seed_of(self.random_state)
         n = X.shape[0]
         order = centre_order(seed, n)
@@ -282,9 +235,10 @@ class EigenProRegressor(RegressorMixin, _EigenPro):
 
     def fit(self, X, y):
         """Fit the model to the rows ``X`` and targets ``y`` (1-d, or one column per output)."""
-        return self._transaction(self._fit, X, y)
+        return transaction(self, self._fit, X, y)
 
     def _fit(self, X, y):
+        self._validate()
         X, y = validate_data(self, X, y, dtype=np.dtype(self.dtype), order="C",
                              multi_output=True, y_numeric=True)
         Y = np.asarray(y, dtype=np.float64)
@@ -326,9 +280,10 @@ class EigenProClassifier(ClassifierMixin, _EigenPro):
 
     def fit(self, X, y):
         """Fit the model to the rows ``X`` and their labels ``y``."""
-        return self._transaction(self._fit, X, y)
+        return transaction(self, self._fit, X, y)
 
     def _fit(self, X, y):
+        self._validate()
         X, y = validate_data(self, X, y, dtype=np.dtype(self.dtype), order="C")
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)

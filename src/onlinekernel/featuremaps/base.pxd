@@ -58,6 +58,12 @@ cdef class CyFeatureMap(CyParams):
                    int64_t* out) noexcept nogil
     cdef void bins_f32(self, const float* params, const float* X, Py_ssize_t n,
                        Py_ssize_t ldx, int64_t* out) noexcept nogil
+    # The exact kernel: out[j] = k(C[j], x) for the n rows of C (row-major,
+    # n_features_in values each) and one row x.  Returns 0, or -1 when the map
+    # has no compiled kernel (the base class): the caller then evaluates the
+    # map's Python kernel(X, Y).  For models of stored points (NORMA).
+    cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
+                        double* out) noexcept nogil
     # Report an allocation failure inside a kernel (pending MemoryError, out zeroed).
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil

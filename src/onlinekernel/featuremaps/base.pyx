@@ -187,6 +187,10 @@ cdef class CyFeatureMap(CyParams):
                        Py_ssize_t ldx, int64_t* out) noexcept nogil:
         _bins_of_rows[float](self, params, X, n, ldx, out)
 
+    cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
+                        double* out) noexcept nogil:
+        return -1
+
     cdef void _out_of_memory(self, const char* where, Py_ssize_t size, void* out,
                              bint single) noexcept nogil:
         # Out of memory inside a nogil kernel: report through the pending

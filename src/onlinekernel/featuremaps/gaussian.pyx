@@ -4,7 +4,7 @@ import numpy as np
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t
 from onlinekernel.featuremaps.base cimport FourierFeatureMap
-from onlinekernel.core.streams cimport ok_fill_normal, ok_fill_uniform
+from onlinekernel.core.streams cimport ok_exp, ok_fill_normal, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -83,6 +83,18 @@ cdef class Gaussian(FourierFeatureMap):
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""
         return gaussian_kernel(X, Y, self.gamma)
+
+    cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
+                        double* out) noexcept nogil:
+        cdef Py_ssize_t i, j, d = self.n_features_in
+        cdef double r, t
+        for i in range(n):
+            r = 0.0
+            for j in range(d):
+                t = C[i * d + j] - x[j]
+                r += t * t
+            out[i] = ok_exp(-self.gamma * r)
+        return 0
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma, "pairs": self.pairs}

@@ -1,10 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Random Fourier features of the Laplacian (L1) kernel."""
 import numpy as np
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap, FourierFeatureMap
-from onlinekernel.core.streams cimport ok_fill_cauchy, ok_fill_uniform
+from onlinekernel.core.streams cimport ok_exp, ok_fill_cauchy, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -82,6 +82,17 @@ cdef class Laplacian(FourierFeatureMap):
     def kernel(self, X, Y):
         """The exact kernel matrix between the rows of ``X`` and ``Y``."""
         return laplacian_kernel(X, Y, self.gamma)
+
+    cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
+                        double* out) noexcept nogil:
+        cdef Py_ssize_t i, j, d = self.n_features_in
+        cdef double r
+        for i in range(n):
+            r = 0.0
+            for j in range(d):
+                r += fabs(C[i * d + j] - x[j])
+            out[i] = ok_exp(-self.gamma * r)
+        return 0
 
     def get_params(self, deep=True):
         return {"n_components": self.n_components, "gamma": self.gamma}

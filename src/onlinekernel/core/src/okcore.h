@@ -180,6 +180,41 @@ static inline double ok_log(double x)
     return dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
 }
 
+/* e^x (fdlibm's algorithm: x = k ln2 + r, a rational approximation of e^r,
+ * then an exact scaling by 2^k), so kernel values of stored points are the
+ * same bits on every machine.  Below -745.2 (under the smallest subnormal)
+ * it is 0; above 709.78, infinity; NaN stays NaN. */
+static inline double ok_exp(double x)
+{
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10,
+                 inv_ln2 = 1.44269504088896338700e+00;
+    const double P1 = 1.66666666666666019037e-01, P2 = -2.77777777770155933842e-03,
+                 P3 = 6.61375632143793436117e-05, P4 = -1.65339022054652515390e-06,
+                 P5 = 4.13813679705723846039e-08;
+    double kd, hi, lo, r, t, c, y, scale;
+    int k;
+    uint64_t bits;
+    if (x != x) return x;
+    if (x > 709.782712893384) return INFINITY;
+    if (x < -745.1332191019412) return 0.0;
+    /* round to nearest by truncation of x / ln2 +- 1/2 (no floor: a libm call
+       on baseline x86-64) */
+    k = (int)(x * inv_ln2 + (x < 0.0 ? -0.5 : 0.5));
+    kd = (double)k;
+    hi = x - kd * ln2_hi;
+    lo = kd * ln2_lo;
+    r = hi - lo;
+    t = r * r;
+    c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    if (k >= -1021 && k <= 1023) {   /* 2^k is a normal number: build it */
+        bits = (uint64_t)(k + 1023) << 52;
+        memcpy(&scale, &bits, sizeof scale);
+        return y * scale;
+    }
+    return ldexp(y, k);              /* subnormal results, and 2^1024 */
+}
+
 /* ------------------------------------------------------------------------ */
 /* Transforms of raw words                                                   */
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,262 @@
+"""NORMA (Kivinen, Smola & Williamson 2004): kernel SGD on a budget of stored rows.
+
+The random-feature models approximate a kernel globally, with the same
+``M`` features everywhere; a stream whose concept is local and moving
+(River's ``RandomRBFDrift``: fifty drifting clusters) needs the exact
+kernel at a narrow width on the last few hundred rows, which random
+features approximate poorly at any affordable ``M``.  NORMA keeps those
+rows themselves: ``f(x) = sum_j a_j k(c_j, x)`` over the last ``budget``
+support vectors, every coefficient shrinking by ``1 - eta0 * alpha`` per
+step (so old rows fade, and the oldest is dropped when the budget is full).
+It is the first baseline of the doubly stochastic gradients paper (Dai et
+al. 2014), and the lecture notes' kernel primal SGD.
+
+A step costs ``budget`` kernel values (compiled for the Gaussian and
+Laplacian kernels): the same order as ``budget`` random features, whatever
+the stream's length.  The compiled loop is
+:mod:`onlinekernel.solvers.norma`.
+"""
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from onlinekernel import registry
+from onlinekernel.estimators._base import _check_dict
+from onlinekernel.estimators._classifier import (
+    DSGClassifier, _with_probabilities, probabilities)
+from onlinekernel.estimators._constraints import Int, Real
+from onlinekernel.estimators._stored import check_gamma, exact_kernel, transaction
+from onlinekernel.featuremaps.base import as_cy_feature_map
+from onlinekernel.losses.base import CyLoss, as_cy_loss
+from onlinekernel.solvers.norma import norma_outputs, norma_steps
+
+__all__ = ["NormaClassifier"]
+
+
+def _check_loss(name, value):
+    if isinstance(value, str):
+        if value not in registry.available_losses():
+            registry.get_loss(value)  # raises the error that lists the names
+        return
+    as_cy_loss(value)  # a loss object: compiled, or a Python Loss the adapter wraps
+
+
+class NormaClassifier(ClassifierMixin, BaseEstimator):
+    r"""Kernel classifier trained by NORMA: SGD on a budget of support vectors.
+
+    ``f(x) = sum_j a_j k(c_j, x)`` over at most ``budget`` stored rows.  Each
+    row ``x`` (in order) is first scored, then every coefficient shrinks by
+    ``1 - eta0 * alpha`` and, when the loss's gradient ``g`` at ``f(x)`` is
+    not zero, ``x`` joins the support vectors with coefficients ``-eta0 *
+    g``, in place of the oldest once there are ``budget`` of them (Kivinen,
+    Smola & Williamson 2004, with a constant step: the tracking mode for
+    drifting data).  Binary problems use one output, more classes one per
+    class (the loss's multiclass form, as :class:`DSGClassifier`).  There is
+    no intercept.  See :mod:`onlinekernel.estimators._norma`.
+
+    Parameters
+    ----------
+    kernel : str or feature map, default="gaussian"
+        A registered feature map whose exact kernel the model evaluates, or
+        such a map object.  The Gaussian and Laplacian kernels are compiled;
+        others go through the map's Python ``kernel(X, Y)``, row by row.
+    gamma : "scale" or float, default="scale"
+        The kernel's bandwidth, for maps that take one; ``"scale"`` is
+        ``1 / (d Var X)`` of the first ``fit`` or ``partial_fit`` rows.
+    kernel_params : dict, default=None
+        Further parameters of a map given by name.
+    loss : str or loss object, default="hinge"
+        A registered loss (``"hinge"``, ``"logistic"``, ``"squared_hinge"``,
+        ...) or a loss object.  With the hinge loss only rows inside the
+        margin become support vectors.
+    budget : int, default=1024
+        Support vectors kept at most (NORMA's truncation).
+    eta0 : float, default=1.0
+        The constant step size.
+    alpha : float, default=1e-3
+        The penalty ``alpha / 2 ||f||^2``: coefficients shrink by ``1 -
+        eta0 * alpha`` per row (``eta0 * alpha < 1``); 0 keeps them until
+        the budget drops them.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels.
+    centers_ : ndarray of shape (budget, n_features_in_)
+        Storage of the support vectors; the first ``n_support_`` rows are
+        used, in the order the sums run over them (a ring: the next row
+        replaces the oldest).
+    coef_ : ndarray of shape (budget, n_outputs)
+        Their coefficients (zero in unused rows).
+    n_support_ : int
+        Support vectors stored.
+    gamma_ : float or None
+        The kernel's bandwidth (None for a kernel without one).
+    kernel_ : feature map
+        The map whose kernel the model evaluates.
+    loss_ : CyLoss
+        The loss trained (the multiclass form for more than two classes).
+    t_ : int
+        Rows learned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onlinekernel import NormaClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 2))
+    >>> y = np.hypot(X[:, 0], X[:, 1]) < 1.2  # no line separates them
+    >>> clf = NormaClassifier(gamma=1.0, budget=256)
+    >>> for i in range(0, 1500, 100):  # a stream, in chunks
+    ...     clf = clf.partial_fit(X[i:i + 100], y[i:i + 100], classes=[False, True])
+    >>> bool(clf.score(X[1500:], y[1500:]) > 0.9), clf.n_support_ <= 256
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "gamma": check_gamma,
+        "kernel_params": _check_dict,
+        "loss": _check_loss,
+        "budget": Int(1),
+        "eta0": Real(0.0, strict=True),
+        "alpha": Real(0.0),
+    }
+
+    def __init__(self, kernel="gaussian", *, gamma="scale", kernel_params=None, loss="hinge",
+                 budget=1024, eta0=1.0, alpha=1e-3):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.kernel_params = kernel_params
+        self.loss = loss
+        self.budget = budget
+        self.eta0 = eta0
+        self.alpha = alpha
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+    def _validate(self):
+        for name, check in self._parameter_constraints.items():
+            check(name, getattr(self, name))
+        if not self.eta0 * self.alpha < 1.0:
+            raise ValueError(f"eta0 * alpha must be < 1 (each step shrinks the coefficients "
+                             f"by 1 - eta0 * alpha), got {self.eta0 * self.alpha:g}")
+
+    def _resolve_base_loss(self):
+        if isinstance(self.loss, str):
+            return as_cy_loss(registry.get_loss(self.loss))
+        return as_cy_loss(self.loss)
+
+    def _new_state(self, X, classes):
+        """A fresh model for ``classes``, its kernel fixed by the first rows ``X``."""
+        loss = self._resolve_base_loss()
+        if classes.shape[0] > 2:
+            loss = loss.multiclass_loss()
+        if not isinstance(loss, CyLoss):
+            raise ValueError(f"loss {self.loss!r} is not a per-sample loss NORMA can train")
+        fmap, gamma = exact_kernel(self, X)
+        fmap = as_cy_feature_map(fmap).bind(X.shape[1])
+        K = DSGClassifier._encode(classes, loss, classes)[1]
+        return {"classes_": classes, "loss_": loss, "kernel_": fmap, "gamma_": gamma,
+                "centers_": np.zeros((self.budget, X.shape[1])),
+                "coef_": np.zeros((self.budget, K)),
+                "_ring": np.zeros(2, dtype=np.intp), "t_": 0}
+
+    def _learn(self, state, X, y):
+        """Run the steps of rows ``X`` (labels ``y``) on copies of ``state``; returns the copies."""
+        Y, K = DSGClassifier._encode(state["classes_"], state["loss_"], y)
+        new = dict(state, centers_=state["centers_"].copy(), coef_=state["coef_"].copy(),
+                   _ring=state["_ring"].copy())
+        fmap = new["kernel_"]
+        norma_steps(fmap, fmap.kernel, new["centers_"], new["coef_"], new["_ring"], X, Y,
+                    new["loss_"], float(self.eta0), 1.0 - float(self.eta0) * float(self.alpha))
+        if not np.isfinite(new["coef_"]).all():
+            raise FloatingPointError("NORMA's coefficients overflowed; lower eta0")
+        new["n_support_"] = int(new["_ring"][0])
+        new["t_"] = state["t_"] + X.shape[0]
+        return new
+
+    def _publish(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def fit(self, X, y):
+        """Learn the rows of ``X`` once, in order, from a fresh model."""
+        return transaction(self, self._fit, X, y)
+
+    def _fit(self, X, y):
+        self._validate()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
+                             f"but the data contain only one class: {classes[0]!r}")
+        self._publish(self._learn(self._new_state(X, classes), X, y))
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn the rows of ``X`` in order; the first call fixes the classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like, default=None
+            Every label of the stream (first call; default: those of ``y``).
+        """
+        return transaction(self, self._partial_fit, X, y, classes)
+
+    def _partial_fit(self, X, y, classes):
+        first = not hasattr(self, "classes_")
+        if first:
+            self._validate()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        if first:
+            labels = np.unique(y if classes is None else np.asarray(classes))
+            unknown = np.setdiff1d(np.unique(y), labels)
+            if unknown.size:
+                raise ValueError(f"labels {unknown.tolist()} are not in classes "
+                                 f"{labels.tolist()}")
+            if labels.shape[0] < 2:
+                raise ValueError(f"the classifier needs at least 2 classes: pass classes= on "
+                                 f"the first call to partial_fit (got {labels.tolist()})")
+            state = self._new_state(X, labels)
+        else:
+            if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
+                                 f"classes of the first call {self.classes_.tolist()}")
+            state = {name: getattr(self, name) for name in
+                     ("classes_", "loss_", "kernel_", "gamma_", "centers_", "coef_", "_ring",
+                      "t_")}
+        self._publish(self._learn(state, X, y))
+
+    def _raw(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        return norma_outputs(self.kernel_, self.kernel_.kernel, self.centers_, self.coef_,
+                             self.n_support_, X)
+
+    def decision_function(self, X):
+        """The outputs: ``f(x)`` (1-d) for two classes, one column per class otherwise."""
+        raw = self._raw(X)
+        if self.loss_.target_encoding == "class_index" or raw.shape[1] > 1:
+            return raw
+        return raw[:, 0]
+
+    def predict(self, X):
+        """The class of the largest output (two classes: the sign of ``f``)."""
+        raw = self._raw(X)
+        if raw.shape[1] == 1:
+            return self.classes_[(raw[:, 0] > 0).astype(np.intp)]
+        return self.classes_[np.argmax(raw, axis=1)]
+
+    @_with_probabilities
+    def predict_proba(self, X):
+        """Class probabilities (losses with a logistic or softmax link)."""
+        return probabilities(self._raw(X), self.loss_.link)

@@ -1,0 +1,211 @@
+"""NORMA: kernel SGD on a budget of support vectors (NormaClassifier, its compiled loop)."""
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from onlinekernel import NormaClassifier, get_feature_map, get_loss
+from onlinekernel.losses.base import as_cy_loss
+from onlinekernel.solvers.norma import norma_outputs, norma_steps
+
+
+def _ring(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, (np.hypot(X[:, 0], X[:, 1]) < 1.2).astype(int)
+
+
+@parametrize_with_checks([NormaClassifier(), NormaClassifier(loss="logistic", budget=64),
+                          NormaClassifier(kernel="laplacian", alpha=0.0),
+                          NormaClassifier(kernel=get_feature_map("matern", gamma=0.5))])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# --------------------------------------------------------------------------- #
+# the compiled loop against NORMA written out in numpy
+# --------------------------------------------------------------------------- #
+def _reference(kernel, X, Y, loss, eta, alpha, budget):
+    """NORMA step by step: outputs before each step, and the final support vectors."""
+    C, A, raws = [], [], []
+    for x, y in zip(X, Y):
+        u = (kernel(np.array(C), x[None])[:, 0] @ np.array(A)) if C else np.zeros(Y.shape[1])
+        raws.append(u)
+        g = loss.gradient(y[None], u[None])[0]
+        A = [a * (1.0 - eta * alpha) for a in A]
+        if np.any(g != 0):
+            if len(C) == budget:  # the oldest goes
+                C, A = C[1:], A[1:]
+            C.append(x)
+            A.append(-eta * g)
+    return np.array(raws), np.array(C), np.array(A)
+
+
+@pytest.mark.parametrize("loss_name, n_out", [("hinge", 1), ("logistic", 1), ("hinge", 3)])
+def test_steps_are_norma(loss_name, n_out):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 3))
+    Y = np.where(rng.random((120, n_out)) < 0.5, 1.0, -1.0)
+    fmap = get_feature_map("gaussian", gamma=0.7).bind(3)
+    loss = as_cy_loss(get_loss(loss_name))
+    budget, eta, alpha = 17, 0.8, 0.05
+    C, A, ring = np.zeros((budget, 3)), np.zeros((budget, n_out)), np.zeros(2, np.intp)
+    raw = norma_steps(fmap, fmap.kernel, C, A, ring, X, Y, loss, eta, 1 - eta * alpha)
+    ref_raw, ref_C, ref_A = _reference(fmap.kernel, X, Y, loss, eta, alpha, budget)
+    np.testing.assert_allclose(raw, ref_raw, rtol=1e-12, atol=1e-12)
+    assert ring[0] == budget
+    # the ring holds the last `budget` support vectors, the oldest at ring[1]
+    order = np.roll(np.arange(budget), -ring[1])
+    np.testing.assert_array_equal(C[order], ref_C)
+    np.testing.assert_allclose(A[order], ref_A, rtol=1e-12, atol=1e-15)
+
+
+def test_hinge_stores_only_rows_inside_the_margin():
+    X, y = _ring(400)
+    clf = NormaClassifier(gamma=1.0, budget=1000, alpha=0.0).fit(X, y)
+    margins = np.where(y == 1, 1.0, -1.0)
+    # every stored row had a margin below 1 when it came; rows beyond did not get in
+    assert 0 < clf.n_support_ < 400
+    assert np.all(clf.coef_[clf.n_support_:] == 0)
+    assert set(np.abs(clf.coef_[:clf.n_support_, 0])) == {1.0}  # eta0 * |g|, no shrink
+    assert np.all(np.sign(clf.coef_[:clf.n_support_, 0])
+                  == margins[np.isin(X[:, 0], clf.centers_[:clf.n_support_, 0])])
+
+
+def test_compiled_kernels_are_the_maps_kernels():
+    rng = np.random.default_rng(2)
+    C, x = rng.normal(size=(50, 4)), rng.normal(size=(1, 4))
+    for name in ("gaussian", "laplacian"):
+        fmap = get_feature_map(name, gamma=0.3).bind(4)
+        A = np.eye(50)
+        got = norma_outputs(fmap, fmap.kernel, C, A, 50, x)[0]
+        np.testing.assert_allclose(got, fmap.kernel(C, x)[:, 0], rtol=1e-13)
+
+
+def test_exp_is_within_an_ulp_and_the_same_bits_everywhere():
+    # ok_exp (the kernel values of stored rows): fdlibm's algorithm in IEEE
+    # arithmetic, so golden bits hold on every machine
+    fmap = get_feature_map("gaussian", gamma=1.0).bind(1)
+    t = np.concatenate([np.linspace(0.0, 745.0, 200_001), np.logspace(-15, 2.87, 2000)])
+    got = norma_outputs(fmap, fmap.kernel, np.zeros((1, 1)), np.ones((1, 1)), 1,
+                        np.sqrt(t)[:, None])[:, 0]
+    ref = np.exp(-np.sqrt(t) ** 2)
+    normal = ref > np.finfo(float).tiny
+    assert np.max(np.abs(got[normal] - ref[normal]) / ref[normal]) <= 2.3e-16
+    assert np.max(np.abs(got[~normal] - ref[~normal])) <= 5e-324
+    golden = norma_outputs(fmap, fmap.kernel, np.zeros((1, 1)), np.ones((1, 1)), 1,
+                           np.sqrt([[0.5], [3.0], [700.0], [744.0]]))[:, 0]
+    assert [v.hex() for v in golden] == [
+        "0x1.368b2fc6f9609p-1", "0x1.97db0ccceb0b2p-5", "0x1.14f2b0fb9307fp-1010",
+        "0x0.0000000000002p-1022"]
+
+
+def test_python_kernels_take_the_same_path():
+    # a map without a compiled kernel_row (Matern) goes through kernel(X, Y)
+    X, y = _ring(300)
+    matern = get_feature_map("matern", gamma=1.0)
+    clf = NormaClassifier(kernel=matern, budget=64).fit(X, y)
+    fmap = clf.kernel_
+    raw = np.array([fmap.kernel(clf.centers_[:clf.n_support_], x[None])[:, 0]
+                    @ clf.coef_[:clf.n_support_, 0] for x in X[:20]])
+    np.testing.assert_allclose(clf.decision_function(X[:20]), raw, rtol=1e-12)
+    assert clf.score(X, y) > 0.8
+
+
+# --------------------------------------------------------------------------- #
+# the estimator
+# --------------------------------------------------------------------------- #
+def test_stream_chunks_one_rows_and_fit_give_the_same_model():
+    X, y = _ring(600)
+    whole = NormaClassifier(gamma=1.0, budget=128).fit(X, y)
+    chunks = NormaClassifier(gamma=1.0, budget=128)
+    for i in range(0, 600, 37):
+        chunks.partial_fit(X[i:i + 37], y[i:i + 37], classes=[0, 1])
+    assert np.array_equal(whole.coef_, chunks.coef_)
+    assert np.array_equal(whole.centers_, chunks.centers_)
+    assert whole.t_ == chunks.t_ == 600
+    one = np.array([whole.decision_function(X[i:i + 1])[0] for i in range(50)])
+    assert np.array_equal(one, whole.decision_function(X[:50]))  # bit for bit
+
+
+def test_learns_a_ring_and_forgets_a_changed_concept():
+    X, y = _ring(4000)
+    clf = NormaClassifier(gamma=1.0, budget=256)
+    for i in range(0, 2000, 50):
+        clf.partial_fit(X[i:i + 50], y[i:i + 50], classes=[0, 1])
+    assert clf.score(X[3000:], y[3000:]) > 0.93
+    # the concept flips: a model of the last few hundred rows follows it
+    for i in range(2000, 3000, 50):
+        clf.partial_fit(X[i:i + 50], 1 - y[i:i + 50])
+    assert clf.score(X[3000:], 1 - y[3000:]) > 0.9
+
+
+def test_multiclass_and_probabilities():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 2))
+    y = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)]
+    clf = NormaClassifier(loss="logistic", gamma=0.5).fit(X[:1000], y[:1000])
+    assert clf.coef_.shape == (1024, 3)
+    P = clf.predict_proba(X[1000:])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.array_equal(clf.classes_[P.argmax(axis=1)], clf.predict(X[1000:]))
+    assert clf.score(X[1000:], y[1000:]) > 0.85
+    with pytest.raises(AttributeError, match="no predict_proba"):
+        NormaClassifier().fit(X[:100], y[:100]).predict_proba(X[:2])
+
+
+def test_pipeline_grid_search_clone_and_pickle():
+    X, y = _ring(400)
+    grid = GridSearchCV(NormaClassifier(budget=128), {"gamma": [0.25, 1.0]}, cv=2).fit(X, y)
+    best = grid.best_estimator_
+    assert clone(best).get_params() == best.get_params()
+    again = pickle.loads(pickle.dumps(best))
+    assert np.array_equal(again.decision_function(X), best.decision_function(X))
+    again.partial_fit(X[:10], y[:10])  # a pickled model keeps learning
+    assert again.t_ == best.t_ + 10
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: NormaClassifier(kernel="no_such_map"), ValueError, "no_such_map"),
+    (lambda: NormaClassifier(loss="no_such_loss"), ValueError, "no_such_loss"),
+    (lambda: NormaClassifier(gamma="auto"), ValueError, "gamma must be 'scale'"),
+    (lambda: NormaClassifier(budget=0), ValueError, "budget must be an integer"),
+    (lambda: NormaClassifier(eta0=2.0, alpha=0.5), ValueError, "eta0 \\* alpha must be < 1"),
+    (lambda: NormaClassifier(kernel=object()), ValueError, "no exact kernel function"),
+])
+def test_bad_parameters_are_named(make, error, match):
+    X, y = _ring(100)
+    with pytest.raises(error, match=match):
+        make().fit(X, y)
+
+
+def test_bad_input_leaves_the_model_unchanged():
+    X, y = _ring(300)
+    clf = NormaClassifier(budget=64).partial_fit(X, y, classes=[0, 1])
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(clf).items()}
+    bad = X[:5].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.partial_fit(bad, y[:5])
+    with pytest.raises(ValueError, match=r"labels \[7\] are not among the classes"):
+        clf.partial_fit(X[:5], [0, 1, 7, 0, 1])
+    with pytest.raises(ValueError, match="differ from the classes"):
+        clf.partial_fit(X[:5], y[:5], classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="3 features"):
+        clf.partial_fit(np.c_[X[:5], X[:5, :1]], y[:5])
+    with pytest.raises(ValueError, match="Unknown label type|continuous"):
+        clf.fit(X, X[:, 0])
+    after = vars(clf)
+    assert before.keys() == after.keys()
+    for k, v in before.items():
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(v, after[k]), k
+        else:
+            assert v is after[k] or v == after[k], k
+    fresh = NormaClassifier()
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        fresh.partial_fit(X[:5], [1] * 5)
+    assert vars(fresh) == vars(NormaClassifier())

@@ -51,6 +51,24 @@ def test_one_row_predictions_are_the_rows_of_a_batch_prediction():
     assert clf.decision_function(Xq[::-1][:1]).tobytes() == whole[-1:].tobytes()
 
 
+@pytest.mark.parametrize("kernel, params", [
+    ("gaussian", {}), ("gaussian", {"pairs": True}), ("laplacian", {}), ("matern", {}),
+    ("isotropic_cauchy", {}), ("orf", {}), ("sorf", {}), ("fastfood", {}), ("arccos", {})])
+def test_few_dense_rows_read_as_csr_are_the_rows_of_a_batch(kernel, params):
+    # fewer than SMALL_DENSE dense rows are projected through the cached
+    # blocks' transposed frequencies (the CSR route, vectorised), a batch by
+    # the dense product: the same chains of fused products, the same bits
+    X, y = _stream(d=13)
+    clf = DSGClassifier(kernel=kernel, kernel_params=params or None, batch_size=4,
+                        block_size=32, max_blocks=4, random_state=0)
+    clf.partial_fit(X[:100], y[:100], classes=[0, 1])
+    Xq = X[200:240]
+    whole = clf.decision_function(Xq)
+    for k in (1, 2, 3):
+        rows = np.concatenate([clf.decision_function(Xq[i:i + k]) for i in range(0, 39, k)])
+        assert rows.tobytes() == whole[:rows.shape[0]].tobytes()
+
+
 @pytest.mark.parametrize("bad, match", [
     (np.full((1, 6), np.nan), "NaN"),
     (np.ones((1, 5)), "features"),

@@ -119,13 +119,39 @@ cdef void rows_bins(CyFeatureMap fmap, const void* p, bint single, const Rows* R
                     Py_ssize_t r0, Py_ssize_t n, int64_t* out) noexcept nogil
 
 
+# Dense rows fewer than this take the CSR route of rows_transform when the
+# block's transposed frequencies are at hand (a stream's one-row calls).
+cdef enum:
+    SMALL_DENSE = 4
+
+# The column indices 0 .. d-1 of a dense row read as CSR (NULL when d is
+# larger than the table).
+cdef const int32_t* dense_columns(Py_ssize_t d) noexcept nogil
+
+
 cdef inline void rows_transform(CyFeatureMap fmap, const real* p, const real* pt,
                                 const Rows* R, Py_ssize_t r0, Py_ssize_t n, real* out,
                                 real* work) noexcept nogil:
     """Features of rows ``r0 .. r0+n`` of ``R`` for one block (the map's transform).
 
-    ``pt``: the block's frequencies transposed, for CSR rows (or NULL).
+    ``pt``: the block's frequencies transposed (or NULL), for CSR rows and
+    for fewer than ``SMALL_DENSE`` dense float64 rows: each such row is then
+    read as a CSR row with every column, whose product runs along the
+    contiguous ``pt`` (vectorised) where the dense one reads the
+    frequencies strided -- the same chains of fused products, so the same
+    bits (``transform_csr``'s contract).
     """
+    cdef int64_t ptr[2]
+    cdef const int32_t* cols
+    cdef Py_ssize_t i
+    if real is double and not R.sparse and pt != NULL and n < SMALL_DENSE:
+        cols = dense_columns(R.d)
+        if cols != NULL:
+            ptr[0], ptr[1] = 0, R.d
+            for i in range(n):
+                fmap.transform_csr(p, pt, ptr, cols, <const double*>R.dense + (r0 + i) * R.d,
+                                   1, out + i * fmap.n_components, work)
+            return
     if R.sparse:
         if real is float:
             fmap.transform_csr_f32(p, pt, R.indptr + r0, R.indices, <const float*>R.data, n,

@@ -111,6 +111,19 @@ cdef void rows_bins(CyFeatureMap fmap, const void* p, bint single, const Rows* R
     free(x)
 
 
+# dense_columns' table: 0 .. _DENSE_COLUMNS - 1, made once at import
+cdef Py_ssize_t _DENSE_COLUMNS = 1 << 16
+cdef int32_t* _columns = <int32_t*>malloc(_DENSE_COLUMNS * sizeof(int32_t))
+if _columns == NULL:
+    raise MemoryError()
+for _i in range(_DENSE_COLUMNS):
+    _columns[_i] = <int32_t>_i
+
+
+cdef const int32_t* dense_columns(Py_ssize_t d) noexcept nogil:
+    return _columns if d <= _DENSE_COLUMNS else NULL
+
+
 cdef class CyFeatureMap(CyParams):
     """Base class of compiled random-feature maps (see the module docstring)."""
     name = None

@@ -26,7 +26,7 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap, RowBatch, Rows, new_batch, rows_of, \
-    rows_bins, rows_transform
+    SMALL_DENSE, rows_bins, rows_transform
 from onlinekernel.losses.base cimport CyLoss
 from onlinekernel.losses.base import PyLossAdapter
 from onlinekernel.core.linalg cimport real, gemm_rm, gemm_rm_f32, transpose_real
@@ -194,19 +194,24 @@ cdef class BlockSource:
         self._fill(j, scratch, scratch64)
         return scratch
 
-    cdef const void* transposed(self, Py_ssize_t j, const void* p, const Rows* X) noexcept nogil:
-        """Block j's frequencies transposed (d x frequency_rows), for the CSR rows X.
+    cdef const void* transposed(self, Py_ssize_t j, const void* p, const Rows* X,
+                                Py_ssize_t n) noexcept nogil:
+        """Block j's frequencies transposed (d x frequency_rows), for ``n`` rows of X.
 
-        ``p`` is what :meth:`get` returned for block j.  NULL for dense rows,
-        for a map without stored frequencies, for a block that is not cached
-        (``p`` is then a scratch copy) and when memory runs out: the sparse
-        product then transposes by itself (the same bits either way).
+        For CSR rows, and for fewer than ``SMALL_DENSE`` dense rows (a
+        stream's one-row call: ``rows_transform`` then projects them by the
+        same vectorised product as sparse rows, with contiguous frequencies,
+        where the dense product reads them strided).  ``p`` is what
+        :meth:`get` returned for block j.  NULL otherwise, for a map without
+        stored frequencies, for a block that is not cached (``p`` is then a
+        scratch copy) and when memory runs out: the product then runs
+        without them (the same bits either way).
         """
         cdef void* t
         cdef void* won
         cdef Py_ssize_t F = self.fmap.frequency_rows, d = self.fmap.n_features_in
-        if (not X.sparse or self.tslots == NULL or j >= self.cache_slots
-                or p != ok_load_ptr(&self.slots[j])):
+        if ((not X.sparse and n >= SMALL_DENSE) or self.tslots == NULL
+                or j >= self.cache_slots or p != ok_load_ptr(&self.slots[j])):
             return NULL
         t = ok_load_ptr(&self.tslots[j])
         if t != NULL:
@@ -452,7 +457,7 @@ def predict_raw(BlockSource src, X, const real[:, ::1] coef,
                     # fetched once, shared by the threads (a regenerated block
                     # lives in thread 0's scratch for the whole block)
                     p = <const real*>src.get(j, ws.w[0].params, ws.w[0].params64)
-                    pt = <const real*>src.transposed(j, p, &R)
+                    pt = <const real*>src.transposed(j, p, &R, n)
                     if nt == 1:  # no parallel region: its start costs more than a row's block
                         _tile_accumulate(fmap, p, pt, &ws.w[0], &R, 0, n, C0 + j * F * K, K,
                                          acc0, K0 + j * n * F if K0 != NULL else <real*>NULL)
@@ -522,7 +527,7 @@ cdef void _fill_features(BlockSource src, const Rows* X, Py_ssize_t n, Py_ssize_
         for j in prange(n_blocks, num_threads=nt, schedule="dynamic"):
             w = &ws.w[threadid()]
             p = <const real*>src.get(j, w.params, w.params64)
-            pt = <const real*>src.transposed(j, p, X)
+            pt = <const real*>src.transposed(j, p, X, n)
             r0 = 0
             while r0 < n:
                 rows = min(<Py_ssize_t>TILE, n - r0)
@@ -882,7 +887,7 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                         _one_hot_accumulate(fmap, p_j, XB, 0, nb, C0 + j * F * K, K,
                                             P + j * nb * K, kept_bins + j * nb)
                     else:
-                        _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB),
+                        _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB, nb),
                                          w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
                                          kept + j * nb * F if kept != NULL else <real*>NULL)
                 for i in range(nb):
@@ -925,7 +930,7 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 cst = -gamma / (nb * F) / sc
                 w = &ws.w[0]
                 p_j = <const real*>src.get(nblk, w.params, w.params64)
-                _block_gradient(fmap, p_j, <const real*>src.transposed(nblk, p_j, XB), w, XB,
+                _block_gradient(fmap, p_j, <const real*>src.transposed(nblk, p_j, XB, nb), w, XB,
                                 nb, GR, K, cst, C0 + nblk * F * K)
                 nblk += 1
             else:
@@ -939,7 +944,7 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                     else:
                         w = &ws.w[threadid()]
                         p_j = <const real*>src.get(j, w.params, w.params64)
-                        _block_gradient(fmap, p_j, <const real*>src.transposed(j, p_j, XB), w,
+                        _block_gradient(fmap, p_j, <const real*>src.transposed(j, p_j, XB, nb), w,
                                         XB, nb, GR, K, cst, C0 + j * F * K)
 
             if fit_intercept:
@@ -1003,7 +1008,7 @@ cdef void _move_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j, const do
     cdef double before = _sqnorm(coef_j, F * K) if ru.radius > 0.0 else 0.0
     if kept_j == NULL:
         p = <const double*>src.get(j, w.params, w.params64)
-        pt = <const double*>src.transposed(j, p, Xb)
+        pt = <const double*>src.transposed(j, p, Xb, nb)
     if ru.ridge <= 0.0:
         while r0 < nb:
             rows = min(<Py_ssize_t>TILE, nb - r0)
@@ -1049,7 +1054,7 @@ cdef double _check_block(BlockSource src, Work* w, Reuse ru, Py_ssize_t j,
     cdef double s1 = 0.0, pn, gn, dd, bd = 0.0, bb, second, var
     if kept_j == NULL:
         p = <const double*>src.get(j, w.params, w.params64)
-        pt = <const double*>src.transposed(j, p, Xb)
+        pt = <const double*>src.transposed(j, p, Xb, nb)
     memset(ru.direction, 0, F * K * sizeof(double))
     while r0 < nb:
         rows = min(<Py_ssize_t>TILE, nb - r0)
@@ -1158,7 +1163,7 @@ cdef Py_ssize_t _precondition_step_f32(BlockSource src, Work* w, Reuse ru, int a
                 ru.phi[i] = kept[j * nb * F + i]
         else:
             p = <const float*>src.get(j, w.params, w.params64)
-            pt = <const float*>src.transposed(j, p, Xb)
+            pt = <const float*>src.transposed(j, p, Xb, nb)
             r0 = 0
             while r0 < nb:
                 rows = min(<Py_ssize_t>TILE, nb - r0)

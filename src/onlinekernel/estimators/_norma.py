@@ -31,7 +31,7 @@ from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.losses.base import CyLoss, as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
 
-__all__ = ["NormaClassifier"]
+__all__ = ["NormaClassifier", "NormaStream"]
 
 
 def _check_loss(name, value):
@@ -260,3 +260,62 @@ class NormaClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities (losses with a logistic or softmax link)."""
         return probabilities(self._raw(X), self.loss_.link)
+
+
+class NormaStream:
+    """A NORMA model fed one prepared row at a time: the arrays and the compiled calls.
+
+    For a caller that validates and standardises its rows itself and may
+    meet new labels (the River adapter): no input checks, one output per
+    label added by :meth:`add_output`, trained on the margin targets of a
+    scalar loss.
+
+    Parameters
+    ----------
+    kernel, gamma, budget, eta0, alpha, loss
+        As :class:`NormaClassifier`'s (``gamma`` a number).
+    n_features : int
+        Inputs of a row.
+    """
+
+    def __init__(self, kernel, gamma, n_features, budget, eta0, alpha, loss):
+        spec = NormaClassifier(kernel=kernel, gamma=gamma, budget=budget, eta0=eta0,
+                               alpha=alpha, loss=loss)
+        spec._validate()
+        self.loss = spec._resolve_base_loss()
+        if self.loss.target_encoding != "margin":
+            raise ValueError(f"loss {loss!r} does not take margin targets (+-1): "
+                             f"one output per label needs them")
+        fmap, _ = exact_kernel(spec, None)
+        self.kernel = as_cy_feature_map(fmap).bind(n_features)
+        self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
+        self.centers = np.zeros((budget, n_features))
+        self.coef = np.zeros((budget, 0))
+        self.ring = np.zeros(2, dtype=np.intp)
+
+    @property
+    def n_support(self):
+        """Support vectors stored."""
+        return int(self.ring[0])
+
+    def add_output(self):
+        """One more output (a new label), zero everywhere until trained."""
+        self.coef = np.ascontiguousarray(
+            np.hstack([self.coef, np.zeros((self.coef.shape[0], 1))]))
+
+    def outputs(self, Z):
+        """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
+        return norma_outputs(self.kernel, self.kernel.kernel, self.centers, self.coef,
+                             self.n_support, Z)[0]
+
+    def learn(self, Z, Y, outputs=None):
+        """One step on the row ``Z`` with margin targets ``Y`` (``(1, K)``), in place.
+
+        ``outputs``: the row's outputs under the model as it is (from
+        :meth:`outputs`), not computed again.
+        """
+        raw = np.empty((1, self.coef.shape[1]))
+        if outputs is not None:
+            raw[0] = outputs
+        norma_steps(self.kernel, self.kernel.kernel, self.centers, self.coef, self.ring, Z, Y,
+                    self.loss, self.eta, self.shrink, raw, outputs is not None)

@@ -251,7 +251,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.integrations.river needs River: pip install river") from exc
 
-from onlinekernel.estimators import DRIFT_REACTIONS, DSGClassifier, DSGRegressor
+from onlinekernel.estimators import DRIFT_REACTIONS, DSGClassifier, DSGRegressor, NormaStream
 
 __all__ = ["RiverClassifier", "RiverNormaClassifier", "RiverRegressor"]
 
@@ -1134,7 +1134,7 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
 
 
 # What a NORMA model's one-row calls read: feature order and index (for
-# _DSGAdapter._raw_row), labels, and the model's arrays.
+# _DSGAdapter._raw_row).
 _NormaView = namedtuple("_NormaView", "features index")
 
 
@@ -1196,28 +1196,20 @@ class RiverNormaClassifier(_river_base.Classifier):
 
     def __init__(self, gamma=8.0, budget=1024, eta0=1.0, alpha=3e-3, loss="hinge",
                  kernel="gaussian"):
-        from onlinekernel import NormaClassifier
         self.gamma = gamma
         self.budget = budget
         self.eta0 = eta0
         self.alpha = alpha
         self.loss = loss
         self.kernel = kernel
-        # the estimator checks the parameters, as its own fit would
-        NormaClassifier(kernel=kernel, gamma=gamma, budget=budget, eta0=eta0, alpha=alpha,
-                        loss=loss)._validate()
-        self._loss = NormaClassifier(loss=loss)._resolve_base_loss()
-        if self._loss.target_encoding != "margin":
-            raise ValueError(f"loss {loss!r} does not take margin targets (+-1): "
-                             f"RiverNormaClassifier trains one output per label on them")
+        # bad parameters fail now, not at the first sample (one input for the check)
+        NormaStream(kernel, gamma, 1, budget, eta0, alpha, loss)
         self._lock = threading.RLock()
         self._view = None      # feature order, set by the first learned sample
         self._labels = ()
-        self._map = None
+        self._model = None     # the NormaStream, made at the first learned sample
         self._n, self._mean, self._m2, self._scale = 0, None, None, None
         self._targets = None
-        self._C = self._A = None
-        self._ring = np.zeros(2, dtype=np.intp)
         self._version = 0      # bumped by every step: a kept prediction is of this model
         self._last = None      # (version, standardised row, outputs) of the last prediction
 
@@ -1237,21 +1229,15 @@ class RiverNormaClassifier(_river_base.Classifier):
     @property
     def n_support_(self):
         """Support vectors stored."""
-        return int(self._ring[0])
+        return 0 if self._model is None else self._model.n_support
 
     def _standardised(self, x):
         """The standardised row of the dict ``x`` (statistics of the samples learned before)."""
         row = (_DSGAdapter._raw_row(x, self._view) - self._mean) * self._scale
         return row[None, :]
 
-    def _outputs(self, Z):
-        from onlinekernel.solvers.norma import norma_outputs
-        return norma_outputs(self._map, self._map.kernel, self._C, self._A,
-                             int(self._ring[0]), Z)[0]
-
     def learn_one(self, x, y):
         """Learn one sample: score it, shrink every coefficient, store it if inside the margin."""
-        from onlinekernel.solvers.norma import norma_steps
         RiverClassifier._check_target(y)
         with self._lock:
             if self._view is None:
@@ -1259,34 +1245,23 @@ class RiverNormaClassifier(_river_base.Classifier):
                 if not x:
                     return  # no feature to fix the inputs by
                 features = _sorted_keys(x)
-                from onlinekernel.estimators._stored import exact_kernel
-                from onlinekernel.featuremaps.base import as_cy_feature_map
                 d = len(features)
-                fmap, _ = exact_kernel(_KernelSpec(self.kernel, self.gamma / d), None)
-                self._map = as_cy_feature_map(fmap).bind(d)
+                self._model = NormaStream(self.kernel, self.gamma / d, d, self.budget,
+                                          self.eta0, self.alpha, self.loss)
                 self._view = _NormaView(features, {k: j for j, k in enumerate(features)})
-                self._C = np.zeros((self.budget, d))
-                self._A = np.zeros((self.budget, 0))
                 self._mean, self._m2, self._scale = np.zeros(d), np.zeros(d), np.ones(d)
             Z = self._standardised(x)  # a bad value raises before anything changes
             if y not in self._labels:
                 self._labels += (y,)
-                self._A = np.ascontiguousarray(
-                    np.hstack([self._A, np.zeros((self.budget, 1))]))
+                self._model.add_output()
                 K = len(self._labels)
                 self._targets = 2.0 * np.eye(K) - 1.0  # row i: label i's margin targets
             i = self._labels.index(y)
-            Y = self._targets[i:i + 1]
-            K = len(self._labels)
-            raw = np.empty((1, K))
             last = self._last
-            known = (last is not None and last[0] == self._version and last[2].shape[0] == K
+            known = (last is not None and last[0] == self._version
+                     and last[2].shape[0] == len(self._labels)
                      and last[1].tobytes() == Z.tobytes())
-            if known:
-                raw[0] = last[2]
-            norma_steps(self._map, self._map.kernel, self._C, self._A, self._ring, Z, Y,
-                        self._loss, float(self.eta0), 1.0 - float(self.eta0) * self.alpha,
-                        raw, known)
+            self._model.learn(Z, self._targets[i:i + 1], last[2] if known else None)
             self._version += 1
             self._last = None
             # the statistics take the sample in after its step (Welford's update)
@@ -1309,9 +1284,9 @@ class RiverNormaClassifier(_river_base.Classifier):
             if len(labels) == 1:
                 return {labels[0]: 1.0}
             Z = self._standardised(x)
-            f = self._outputs(Z)
+            f = self._model.outputs(Z)
             self._last = (self._version, Z, f)
-        if self._loss.link == "logistic":
+        if self._model.loss.link == "logistic":
             p = 0.5 * (1.0 + np.tanh(0.5 * f))
             p = p / max(p.sum(), np.finfo(float).tiny)
         else:
@@ -1324,9 +1299,3 @@ class RiverNormaClassifier(_river_base.Classifier):
         proba = self.predict_proba_one(x)
         return max(proba, key=proba.get) if proba else None
 
-
-class _KernelSpec:
-    """The kernel parameters :func:`~onlinekernel.estimators._stored.exact_kernel` reads."""
-
-    def __init__(self, kernel, gamma):
-        self.kernel, self.gamma, self.kernel_params = kernel, gamma, None

@@ -26,7 +26,7 @@ cdef extern from "src/okcore.h" nogil:
     void ok_fill_chi(uint64_t seed, uint64_t block, uint32_t stream, int64_t n,
                      double k, double* out)
     double ok_log(double x)
-    double ok_exp(double x)
+    void ok_exp_neg(double* v, int64_t n)
     double ok_cos(double x)
     double ok_sin(double x)
     void ok_cos_tile(double* z, int64_t n, int64_t m, int64_t ld, const double* bias,

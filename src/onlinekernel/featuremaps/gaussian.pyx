@@ -4,7 +4,7 @@ import numpy as np
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t
 from onlinekernel.featuremaps.base cimport FourierFeatureMap
-from onlinekernel.core.streams cimport ok_exp, ok_fill_normal, ok_fill_uniform
+from onlinekernel.core.streams cimport ok_exp_neg, ok_fill_normal, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -93,7 +93,8 @@ cdef class Gaussian(FourierFeatureMap):
             for j in range(d):
                 t = C[i * d + j] - x[j]
                 r += t * t
-            out[i] = ok_exp(-self.gamma * r)
+            out[i] = -self.gamma * r
+        ok_exp_neg(out, n)  # one vectorised pass
         return 0
 
     def get_params(self, deep=True):

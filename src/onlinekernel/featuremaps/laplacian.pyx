@@ -4,7 +4,7 @@ import numpy as np
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from onlinekernel.featuremaps.base cimport CyFeatureMap, FourierFeatureMap
-from onlinekernel.core.streams cimport ok_exp, ok_fill_cauchy, ok_fill_uniform
+from onlinekernel.core.streams cimport ok_exp_neg, ok_fill_cauchy, ok_fill_uniform
 
 cdef double TWO_PI = 6.283185307179586
 
@@ -91,7 +91,8 @@ cdef class Laplacian(FourierFeatureMap):
             r = 0.0
             for j in range(d):
                 r += fabs(C[i * d + j] - x[j])
-            out[i] = ok_exp(-self.gamma * r)
+            out[i] = -self.gamma * r
+        ok_exp_neg(out, n)  # one vectorised pass
         return 0
 
     def get_params(self, deep=True):

@@ -1232,9 +1232,10 @@ class RiverNormaClassifier(_river_base.Classifier):
         return 0 if self._model is None else self._model.n_support
 
     def _standardised(self, x):
-        """The standardised row of the dict ``x`` (statistics of the samples learned before)."""
-        row = (_DSGAdapter._raw_row(x, self._view) - self._mean) * self._scale
-        return row[None, :]
+        """The row of the dict ``x``, and it standardised by the statistics of the samples
+        learned before (shape ``(1, d)``)."""
+        row = _DSGAdapter._raw_row(x, self._view)
+        return row, ((row - self._mean) * self._scale)[None, :]
 
     def learn_one(self, x, y):
         """Learn one sample: score it, shrink every coefficient, store it if inside the margin."""
@@ -1250,7 +1251,7 @@ class RiverNormaClassifier(_river_base.Classifier):
                                           self.eta0, self.alpha, self.loss)
                 self._view = _NormaView(features, {k: j for j, k in enumerate(features)})
                 self._mean, self._m2, self._scale = np.zeros(d), np.zeros(d), np.ones(d)
-            Z = self._standardised(x)  # a bad value raises before anything changes
+            row, Z = self._standardised(x)  # a bad value raises before anything changes
             if y not in self._labels:
                 self._labels += (y,)
                 self._model.add_output()
@@ -1265,7 +1266,6 @@ class RiverNormaClassifier(_river_base.Classifier):
             self._version += 1
             self._last = None
             # the statistics take the sample in after its step (Welford's update)
-            row = _DSGAdapter._raw_row(x, self._view)
             self._n += 1
             delta = row - self._mean
             self._mean = self._mean + delta / self._n
@@ -1283,7 +1283,7 @@ class RiverNormaClassifier(_river_base.Classifier):
                 return {}
             if len(labels) == 1:
                 return {labels[0]: 1.0}
-            Z = self._standardised(x)
+            Z = self._standardised(x)[1]
             f = self._model.outputs(Z)
             self._last = (self._version, Z, f)
         if self._model.loss.link == "logistic":

@@ -205,6 +205,12 @@ def test_bad_input_leaves_the_model_unchanged():
             assert np.array_equal(v, after[k]), k
         else:
             assert v is after[k] or v == after[k], k
+    clf.set_params(budget=32)
+    with pytest.raises(ValueError, match="budget=32 changed since the model was built with "
+                                         "budget=64"):
+        clf.partial_fit(X[:5], y[:5])
+    clf.set_params(budget=64, eta0=0.5)  # the step may change
+    clf.partial_fit(X[:5], y[:5])
     fresh = NormaClassifier()
     with pytest.raises(ValueError, match="at least 2 classes"):
         fresh.partial_fit(X[:5], [1] * 5)

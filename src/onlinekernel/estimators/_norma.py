@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from onlinekernel import registry
-from onlinekernel.estimators._base import _check_dict
+from onlinekernel.estimators._base import _check_dict, _same
 from onlinekernel.estimators._classifier import (
     DSGClassifier, _with_probabilities, probabilities)
 from onlinekernel.estimators._constraints import Int, Real
@@ -32,6 +32,10 @@ from onlinekernel.losses.base import CyLoss, as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
 
 __all__ = ["NormaClassifier", "NormaStream"]
+
+
+#: Parameters a model is built with: partial_fit refuses to continue it once they change.
+_FIXED = ("kernel", "gamma", "kernel_params", "loss", "budget")
 
 
 def _check_loss(name, value):
@@ -160,13 +164,14 @@ class NormaClassifier(ClassifierMixin, BaseEstimator):
         fmap, gamma = exact_kernel(self, X)
         fmap = as_cy_feature_map(fmap).bind(X.shape[1])
         K = DSGClassifier._encode(classes, loss, classes)[1]
-        return {"classes_": classes, "loss_": loss, "kernel_": fmap, "gamma_": gamma,
+        return {"_built_from": {k: getattr(self, k) for k in _FIXED},
+                "classes_": classes, "loss_": loss, "kernel_": fmap, "gamma_": gamma,
                 "centers_": np.zeros((self.budget, X.shape[1])),
                 "coef_": np.zeros((self.budget, K)),
                 "_ring": np.zeros(2, dtype=np.intp), "t_": 0}
 
     def _learn(self, state, X, y):
-        """Run the steps of rows ``X`` (labels ``y``) on copies of ``state``; returns the copies."""
+        """The steps of rows ``X`` (labels ``y``) run on copies of ``state``; returns them."""
         Y, K = DSGClassifier._encode(state["classes_"], state["loss_"], y)
         new = dict(state, centers_=state["centers_"].copy(), coef_=state["coef_"].copy(),
                    _ring=state["_ring"].copy())
@@ -228,12 +233,19 @@ class NormaClassifier(ClassifierMixin, BaseEstimator):
                                  f"the first call to partial_fit (got {labels.tolist()})")
             state = self._new_state(X, labels)
         else:
+            changed = [k for k in _FIXED if not _same(self._built_from[k], getattr(self, k))]
+            if changed:
+                now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
+                was = ", ".join(f"{k}={self._built_from[k]!r}" for k in changed)
+                raise ValueError(f"{now} changed since the model was built with {was}: "
+                                 f"partial_fit continues that model (eta0 and alpha may "
+                                 f"change); call fit for a new one, or set them back")
             if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
                 raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
                                  f"classes of the first call {self.classes_.tolist()}")
             state = {name: getattr(self, name) for name in
-                     ("classes_", "loss_", "kernel_", "gamma_", "centers_", "coef_", "_ring",
-                      "t_")}
+                     ("_built_from", "classes_", "loss_", "kernel_", "gamma_", "centers_",
+                      "coef_", "_ring", "t_")}
         self._publish(self._learn(state, X, y))
 
     def _raw(self, X):

@@ -1139,7 +1139,9 @@ _NormaView = namedtuple("_NormaView", "features index")
 
 
 class RiverNormaClassifier(_river_base.Classifier):
-    """A River classifier of stored rows: NORMA, kernel SGD on a budget (see :class:`~onlinekernel.NormaClassifier`).
+    """A River classifier of stored rows: NORMA, kernel SGD on a budget.
+
+    The stream form of :class:`~onlinekernel.NormaClassifier`.
 
     Where :class:`RiverClassifier` approximates the kernel with random
     features everywhere at once, this model keeps the last ``budget``

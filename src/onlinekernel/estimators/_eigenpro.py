@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from onlinekernel.estimators._base import (
     _check_dict, _check_random_state, check_dtype, check_n_jobs, seed_of)
 from onlinekernel.estimators._constraints import Int, Options, Real
-from onlinekernel.estimators._stored import check_gamma, exact_kernel, transaction
+from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.solvers.kernel_eigenpro import (
     centre_order, eigenpro_epoch, kernel_products, preconditioner)
 
@@ -49,7 +49,7 @@ def _int_or_auto(name, value):
     Int(1)(name, value)
 
 
-class _EigenPro(BaseEstimator):
+class _EigenPro(StoredRows, BaseEstimator):
     """What the classifier and the regressor share: the kernel, the fit and the raw outputs."""
 
     _parameter_constraints = {
@@ -79,16 +79,6 @@ class _EigenPro(BaseEstimator):
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        return tags
-
-
-    def _validate(self):
-        for name, check in self._parameter_constraints.items():
-            check(name, getattr(self, name))
 
     def _fit_outputs(self, X, Y):
         """Fit the coefficients of the (float) targets ``Y`` (n x K) on the validated ``X``."""

@@ -26,7 +26,7 @@ from onlinekernel.estimators._base import _check_dict, _same
 from onlinekernel.estimators._classifier import (
     DSGClassifier, _with_probabilities, probabilities)
 from onlinekernel.estimators._constraints import Int, Real
-from onlinekernel.estimators._stored import check_gamma, exact_kernel, transaction
+from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.losses.base import CyLoss, as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
@@ -46,7 +46,7 @@ def _check_loss(name, value):
     as_cy_loss(value)  # a loss object: compiled, or a Python Loss the adapter wraps
 
 
-class NormaClassifier(ClassifierMixin, BaseEstimator):
+class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
     r"""Kernel classifier trained by NORMA: SGD on a budget of support vectors.
 
     ``f(x) = sum_j a_j k(c_j, x)`` over at most ``budget`` stored rows.  Each
@@ -137,14 +137,8 @@ class NormaClassifier(ClassifierMixin, BaseEstimator):
         self.eta0 = eta0
         self.alpha = alpha
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        return tags
-
     def _validate(self):
-        for name, check in self._parameter_constraints.items():
-            check(name, getattr(self, name))
+        super()._validate()
         if not self.eta0 * self.alpha < 1.0:
             raise ValueError(f"eta0 * alpha must be < 1 (each step shrinks the coefficients "
                              f"by 1 - eta0 * alpha), got {self.eta0 * self.alpha:g}")

@@ -10,7 +10,7 @@ from onlinekernel import registry
 from onlinekernel.estimators._base import scale_gamma
 from onlinekernel.estimators._constraints import Real
 
-__all__ = ["check_gamma", "exact_kernel", "transaction"]
+__all__ = ["StoredRows", "check_gamma", "exact_kernel", "transaction"]
 
 
 def check_gamma(name, value):
@@ -60,3 +60,17 @@ def transaction(est, fn, *args):
         est.__dict__.update(saved)
         raise
     return est
+
+
+class StoredRows:
+    """Mixin of the estimators of stored rows: dense input only, parameters checked by
+    ``_parameter_constraints`` (a dict of name -> check(name, value))."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+    def _validate(self):
+        for name, check in self._parameter_constraints.items():
+            check(name, getattr(self, name))

@@ -304,7 +304,20 @@ def _with_new_class(est):
     return est.with_new_class(est.classes_.shape[0])
 
 
-class _DSGAdapter:
+class _Locked:
+    """Pickling without the lock that serialises an adapter's calls (a new one on load)."""
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+
+class _DSGAdapter(_Locked):
     """Warm-up, feature handling and publication shared by the two adapters."""
 
     _estimator_class = None
@@ -405,15 +418,6 @@ class _DSGAdapter:
         # learn_many is one partial_fit call (one step per batch_size rows),
         # learn_one one step per sample: they differ by design
         return {"check_learn_many_matches_learn_one"}
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_lock", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
 
     @property
     def model_(self):
@@ -1138,7 +1142,7 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
 _NormaView = namedtuple("_NormaView", "features index")
 
 
-class RiverNormaClassifier(_river_base.Classifier):
+class RiverNormaClassifier(_Locked, _river_base.Classifier):
     """A River classifier of stored rows: NORMA, kernel SGD on a budget.
 
     The stream form of :class:`~onlinekernel.NormaClassifier`.
@@ -1214,15 +1218,6 @@ class RiverNormaClassifier(_river_base.Classifier):
         self._targets = None
         self._version = 0      # bumped by every step: a kept prediction is of this model
         self._last = None      # (version, standardised row, outputs) of the last prediction
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_lock", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
 
     @property
     def _multiclass(self):

@@ -85,12 +85,13 @@ cdef class BlockSource:
     float32 model); later blocks are regenerated on every use.  Concurrent
     readers are safe: a block is published atomically once generated.
 
-    For CSR rows, a cached block of a map with stored frequencies
-    (``frequency_rows``) also keeps them transposed (``transposed``), made
-    on first sparse use: the sparse product then runs its vectorised loop on
-    a training step's few rows without transposing every call.  That copy is
-    the size of the frequencies, so sparse input can hold up to twice
-    ``cache_bytes``.
+    For CSR rows, and for calls on fewer than ``SMALL_DENSE`` dense rows of
+    a float64 model (a stream's one-row predict or step), a cached block of
+    a map with stored frequencies (``frequency_rows``) also keeps them
+    transposed (``transposed``), made on first such use: the sparse product
+    then runs its vectorised loop on a training step's few rows without
+    transposing every call.  That copy is the size of the frequencies, so
+    the cache can hold up to twice ``cache_bytes``.
     """
     cdef readonly CyFeatureMap fmap
     cdef readonly uint64_t seed
@@ -198,10 +199,10 @@ cdef class BlockSource:
                                 Py_ssize_t n) noexcept nogil:
         """Block j's frequencies transposed (d x frequency_rows), for ``n`` rows of X.
 
-        For CSR rows, and for fewer than ``SMALL_DENSE`` dense rows (a
-        stream's one-row call: ``rows_transform`` then projects them by the
-        same vectorised product as sparse rows, with contiguous frequencies,
-        where the dense product reads them strided).  ``p`` is what
+        For CSR rows, and for fewer than ``SMALL_DENSE`` dense rows of a
+        float64 model (a stream's one-row call: ``rows_transform`` then
+        projects them by the same vectorised product as sparse rows, with
+        contiguous frequencies, where the dense product reads them strided).  ``p`` is what
         :meth:`get` returned for block j.  NULL otherwise, for a map without
         stored frequencies, for a block that is not cached (``p`` is then a
         scratch copy) and when memory runs out: the product then runs
@@ -210,7 +211,7 @@ cdef class BlockSource:
         cdef void* t
         cdef void* won
         cdef Py_ssize_t F = self.fmap.frequency_rows, d = self.fmap.n_features_in
-        if ((not X.sparse and n >= SMALL_DENSE) or self.tslots == NULL
+        if ((not X.sparse and (n >= SMALL_DENSE or self.single)) or self.tslots == NULL
                 or j >= self.cache_slots or p != ok_load_ptr(&self.slots[j])):
             return NULL
         t = ok_load_ptr(&self.tslots[j])

@@ -1,6 +1,6 @@
 """Scikit-learn compatible estimators."""
 from onlinekernel.estimators._base import DRIFT_REACTIONS
-from onlinekernel.estimators._classifier import DSGClassifier
+from onlinekernel.estimators._classifier import DSGClassifier, probabilities
 from onlinekernel.estimators._density_ratio import DSGDensityRatio
 from onlinekernel.estimators._eigenpro import EigenProClassifier, EigenProRegressor
 from onlinekernel.estimators._elm import (
@@ -20,4 +20,4 @@ __all__ = ["DRIFT_REACTIONS", "DSGClassifier", "DSGDensityRatio", "DSGGaussianPr
            "ExtremeLearningMachineClassifier", "ExtremeLearningMachineRegressor",
            "FixedFeatureClassifier", "FixedFeatureRegressor", "NormaClassifier", "NormaStream",
            "ShrinkingGradientRegressor",
-           "WeightedKitchenSinksClassifier", "WeightedKitchenSinksRegressor"]
+           "WeightedKitchenSinksClassifier", "WeightedKitchenSinksRegressor", "probabilities"]

@@ -28,7 +28,7 @@ from onlinekernel.estimators._classifier import (
 from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.featuremaps.base import as_cy_feature_map
-from onlinekernel.losses.base import CyLoss, as_cy_loss
+from onlinekernel.losses.base import as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
 
 __all__ = ["NormaClassifier", "NormaStream"]
@@ -36,6 +36,13 @@ __all__ = ["NormaClassifier", "NormaStream"]
 
 #: Parameters a model is built with: partial_fit refuses to continue it once they change.
 _FIXED = ("kernel", "gamma", "kernel_params", "loss", "budget")
+
+
+def _bound_kernel(est, X, n_features):
+    """``est``'s exact kernel as a compiled map bound to ``n_features`` inputs, and its gamma
+    (``"scale"`` measured on ``X``)."""
+    fmap, gamma = exact_kernel(est, X)
+    return as_cy_feature_map(fmap).bind(n_features), gamma
 
 
 def _check_loss(name, value):
@@ -153,10 +160,7 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
         loss = self._resolve_base_loss()
         if classes.shape[0] > 2:
             loss = loss.multiclass_loss()
-        if not isinstance(loss, CyLoss):
-            raise ValueError(f"loss {self.loss!r} is not a per-sample loss NORMA can train")
-        fmap, gamma = exact_kernel(self, X)
-        fmap = as_cy_feature_map(fmap).bind(X.shape[1])
+        fmap, gamma = _bound_kernel(self, X, X.shape[1])
         K = DSGClassifier._encode(classes, loss, classes)[1]
         return {"_built_from": {k: getattr(self, k) for k in _FIXED},
                 "classes_": classes, "loss_": loss, "kernel_": fmap, "gamma_": gamma,
@@ -166,7 +170,7 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
 
     def _learn(self, state, X, y):
         """The steps of rows ``X`` (labels ``y``) run on copies of ``state``; returns them."""
-        Y, K = DSGClassifier._encode(state["classes_"], state["loss_"], y)
+        Y = DSGClassifier._encode(state["classes_"], state["loss_"], y)[0]
         new = dict(state, centers_=state["centers_"].copy(), coef_=state["coef_"].copy(),
                    _ring=state["_ring"].copy())
         fmap = new["kernel_"]
@@ -292,8 +296,7 @@ class NormaStream:
         if self.loss.target_encoding != "margin":
             raise ValueError(f"loss {loss!r} does not take margin targets (+-1): "
                              f"one output per label needs them")
-        fmap, _ = exact_kernel(spec, None)
-        self.kernel = as_cy_feature_map(fmap).bind(n_features)
+        self.kernel = _bound_kernel(spec, None, n_features)[0]
         self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
         self.centers = np.zeros((budget, n_features))
         self.coef = np.zeros((budget, 0))

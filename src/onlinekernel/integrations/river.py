@@ -251,7 +251,8 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.integrations.river needs River: pip install river") from exc
 
-from onlinekernel.estimators import DRIFT_REACTIONS, DSGClassifier, DSGRegressor, NormaStream
+from onlinekernel.estimators import (
+    DRIFT_REACTIONS, DSGClassifier, DSGRegressor, NormaStream, probabilities)
 
 __all__ = ["RiverClassifier", "RiverNormaClassifier", "RiverRegressor"]
 
@@ -936,11 +937,9 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
         if est.loss_.link in ("logistic", "softmax"):
             return est.predict_proba(Z)
         s = est.decision_function(Z)
-        if s.ndim == 1:
-            p = 0.5 * (1.0 + np.tanh(0.5 * s))  # the sigmoid, without overflow
-            return np.column_stack([1.0 - p, p])
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        # margins: the sigmoid of one output, a softmax of several
+        return probabilities(s[:, None], "logistic") if s.ndim == 1 else \
+            probabilities(s, "softmax")
 
     def _prior_proba(self):
         labels, counts = self._prior
@@ -1283,12 +1282,9 @@ class RiverNormaClassifier(_Locked, _river_base.Classifier):
             Z = self._standardised(x)[1]
             f = self._model.outputs(Z)
             self._last = (self._version, Z, f)
-        if self._model.loss.link == "logistic":
-            p = 0.5 * (1.0 + np.tanh(0.5 * f))
-            p = p / max(p.sum(), np.finfo(float).tiny)
-        else:
-            p = np.exp(f - f.max())
-            p = p / p.sum()
+        # the logistic link's (normalised), else a softmax of the margins
+        link = "logistic" if self._model.loss.link == "logistic" else "softmax"
+        p = probabilities(f[None, :], link)[0]
         return {lab: float(v) for lab, v in zip(labels, p)}
 
     def predict_one(self, x):

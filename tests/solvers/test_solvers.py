@@ -683,9 +683,13 @@ def test_a_nystrom_operator_keeps_b_in_the_model_s_precision(model):
     np.testing.assert_allclose(rows, op.sample_rows(), rtol=1e-6, atol=1e-6)
 
 
-def test_a_nystrom_operator_preconditions_from_its_landmarks():
+def test_a_nystrom_operator_preconditions_from_its_landmarks(monkeypatch):
     """A constant-curvature loss builds FALKON's preconditioner from the landmarks'
-    features (``sqrt(M) L``, no whitening of drawn rows) and reaches the exact optimum."""
+    features (``sqrt(M) L``, no whitening of drawn rows) and, on that factor alone (no
+    grown sample), reaches the exact optimum."""
+    from onlinekernel.solvers import newton
+
+    monkeypatch.setattr(newton, "_grown_size", lambda *a: None)
     rng = np.random.default_rng(2)
     X = rng.normal(size=(600, 3))
     y = np.sin(2 * X[:, :1]) + 0.1 * rng.normal(size=(600, 1))
@@ -807,3 +811,74 @@ def test_a_python_loss_declares_its_outputs_separable_through_the_adapter():
         separable_outputs = True
 
     assert PyLossAdapter(Separable()).separable_outputs
+
+
+def _clustered_nystrom(n=6000, alpha=1e-9):
+    """A tight cluster and a few spread rows: the landmarks' Hessian misses the ridge's
+    small directions (skin_nonskin's shape, in miniature)."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(n - n // 32, 3)) * 0.05, rng.normal(size=(n // 32, 3))])
+    y = np.sin(3 * X[:, :1]) + 0.05 * rng.normal(size=(n, 1))
+    fmap = get_feature_map("nystrom", n_components=32, gamma=0.5).bind(3).fit(X, 4, 2)
+    op = FeatureOperator(fmap, seed=4, n_blocks=2, X=X, max_bytes=1 << 30)
+    return Problem(op, get_loss("squared"), y, np.ones(n), alpha, True, 1)
+
+
+def test_a_quadratic_grows_its_preconditioner_when_its_iterations_crawl(monkeypatch):
+    """Conjugate gradients that crawl on the landmarks' factor draw more rows for a
+    new one, take several times fewer products, and reach the normal equations' optimum."""
+    from onlinekernel.solvers import newton
+
+    products, sols = {}, {}
+    # the grown sample is drawn by the solver's own seed: the same fit twice
+    again = solve_newton_cg(_clustered_nystrom(), tol=1e-8, precondition=True)
+    for grow in (True, False):
+        if not grow:
+            monkeypatch.setattr(newton, "_grown_size", lambda *a: None)
+        p = _clustered_nystrom()
+        calls = []
+        original = p.hessian_product
+        p.hessian_product = lambda *a, _f=original, **k: calls.append(1) or _f(*a, **k)
+        sols[grow] = solve_newton_cg(p, tol=1e-8, precondition=True)
+        products[grow] = len(calls)
+        assert sols[grow].converged and sols[grow].gradient_norm <= 1e-8
+    assert products[True] * 4 < products[False]
+    p = _clustered_nystrom()
+    ref = solve_cholesky(p)
+    np.testing.assert_allclose(p.raw(sols[True].coef, sols[True].intercept),
+                               p.raw(ref.coef, ref.intercept), rtol=0, atol=1e-5)
+    assert abs(sols[True].objective - ref.objective) <= 1e-8 * ref.objective
+    np.testing.assert_array_equal(again.coef, sols[True].coef)
+
+
+def test_grown_size_weighs_the_factor_against_the_iterations_it_saves():
+    from onlinekernel.solvers.newton import _grown_size
+
+    # crawling (a residual 10x down in 10 iterations, 1e-10 to go): 4x the rows
+    assert _grown_size(100_000, 1024, 1, 2048, 10, 0.1, 1.0, 1e-10) == 8192
+    # ... never more rows than there are
+    assert _grown_size(5000, 1024, 1, 2048, 10, 0.1, 1.0, 1e-10) == 5000
+    assert _grown_size(5000, 1024, 1, 5000, 10, 0.1, 1.0, 1e-10) is None
+    # fast (1e-6 down in 10 iterations, one more left): not worth a factor
+    assert _grown_size(100_000, 1024, 1, 2048, 10, 1e-6, 1.0, 1e-7) is None
+    # no progress at all: grow
+    assert _grown_size(100_000, 1024, 1, 2048, 10, 1.0, 1.0, 1e-10) == 8192
+    # few rows per feature: the factor costs more than many products
+    assert _grown_size(20_000, 8192, 1, 16_384, 10, 0.1, 1.0, 1e-10) is None
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_drawn_rows_form_the_preconditioner_by_chunks(monkeypatch, fit_intercept):
+    """A sample larger than a chunk of rows sums its chunks' Gram matrices: the factor of
+    all the rows at once."""
+    from onlinekernel.solvers import newton
+
+    p = _ill_conditioned("squared", _sine)  # alpha = 1e-8: a float64 factor
+    p.fit_intercept = fit_intercept
+    U = np.zeros((p.features.shape[0], 1))
+    one = newton._Preconditioner(p, U, 1000, np.random.default_rng(0), landmarks=False)
+    monkeypatch.setattr(newton, "_chunk", lambda M: 37)
+    chunked = newton._Preconditioner(p, U, 1000, np.random.default_rng(0), landmarks=False)
+    assert one.factor[0].dtype == chunked.factor[0].dtype == np.float64
+    A = [np.tril(pre.factor[0]) @ np.tril(pre.factor[0]).T for pre in (one, chunked)]
+    np.testing.assert_allclose(A[1], A[0], rtol=0, atol=1e-12 * np.abs(A[0]).max())

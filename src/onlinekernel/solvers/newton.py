@@ -22,7 +22,9 @@ warm start does not tighten the rule).
   factor of the Hessian on sampled rows (:class:`_Preconditioner`), built
   once for a quadratic loss and, for a smooth one, when a step first needs
   many iterations and again whenever the curvature has moved.  A quadratic
-  loss is solved in one Newton step, its conjugate gradients run to ``tol``.
+  loss is solved in one Newton step, its conjugate gradients run to ``tol``;
+  when they crawl, its factor is rebuilt on more drawn rows where that pays
+  (:func:`_grown_size`).
 """
 import warnings
 
@@ -54,6 +56,20 @@ _SAMPLE_PER_FEATURE_QUADRATIC = 2
 _FLOAT32_RIDGE = 1e-4
 # CG iterations beyond which the preconditioner is rebuilt at the next step.
 _STALE_CG = 10
+# A quadratic loss's conjugate gradients look every _GROW_CHECK iterations at
+# their rate, and draw _GROWTH times as many rows for a new factor when the
+# iterations it would save cost more than building it (:func:`_grown_size`).
+# The Hessian of a tiny ridge needs many rows to be estimated in its small
+# directions: skin_nonskin, 196,046 rows, 2,048 Nystrom features, C = 100
+# (alpha 5e-8) took 263 iterations on the landmark rows, 133 on 4,096 drawn
+# rows and 22 on 16,384.
+_GROW_CHECK = 10
+_GROWTH = 4
+# What a Hessian product costs per entry of the kept matrix, in flops of the
+# factor's build (BLAS level 3): the products read each entry from memory once
+# and do 4 K flops on it (measured: about 1 ns an entry, against 30 Gflop/s in
+# a Gram matrix on one core).
+_PRODUCT_ENTRY_FLOPS = 30
 # Added to the diagonal (relative to its mean) when alpha = 0 leaves the
 # normal equations singular: the minimum-norm-like solution they then give.
 _JITTER = 1e-10
@@ -222,7 +238,7 @@ class _Preconditioner:
     products instead of 32).
     """
 
-    def __init__(self, problem, U, size, rng):
+    def __init__(self, problem, U, size, rng, landmarks=True):
         n = problem.features.shape[0]
         K = problem.K
         # every row's curvature: the mean of its outputs' diagonal curvatures
@@ -234,8 +250,9 @@ class _Preconditioner:
             e[:, k] = 0.0
         h = np.maximum(diag / K, 0.0) * problem.w
         total = h.sum()
-        free = None
-        if getattr(problem.loss, "curvature", None) == "constant" and size < n and total > 0:
+        free = rows = None  # rows: drawn ones, whose features come by chunks
+        if landmarks and getattr(problem.loss, "curvature", None) == "constant" \
+                and size < n and total > 0:
             # the same curvature on every row: the map's own sample of the data
             # (FALKON's landmarks) estimates the Hessian as well as drawn rows, and
             # its features cost no whitening (kin40k, 8,192 Nystrom features: 22 s of 31);
@@ -244,14 +261,15 @@ class _Preconditioner:
         if free is not None:
             Phi, d = free, np.full(free.shape[0], total / free.shape[0])
         elif size >= n or not total > 0:
-            Phi, d = problem.features.rows(np.arange(n)), h
+            rows, d = np.arange(n), h
+            Phi = problem.features.rows(rows[:_chunk(problem.M)])  # the rest below
         else:
             # rows drawn in proportion to their curvature (importance sampling),
             # so the few rows that carry the Hessian near the optimum are in it;
             # each drawn row stands for total / size of it
             rows, counts = np.unique(rng.choice(n, size=size, p=h / total), return_counts=True)
             d = counts * (total / size)
-            Phi = problem.features.rows(rows)
+            Phi = problem.features.rows(rows[:_chunk(problem.M)])  # the rest below
         M = problem.M
         # float32 products, factor and solves are twice as fast (half the
         # memory to read) and a preconditioner need only be close, but
@@ -282,11 +300,27 @@ class _Preconditioner:
                 A[:M, M] = A[M, :M] = colsum * d[0]
                 A[M, M] = d.sum()
         else:
+            # by chunks of rows: a grown sample's features never all at once
             root = np.sqrt(d).astype(dt)
-            Q = Phi.astype(dt, copy=False) * root[:, None]
-            A[:M, :M] = blas.gram(Q)
+            step = Phi.shape[0] if rows is None else _chunk(M)
+            for r0 in range(0, root.size, step):
+                if r0:
+                    Phi = problem.features.rows(rows[r0:r0 + step])
+                part = root[r0:r0 + step]
+                Q = Phi.astype(dt, copy=False) * part[:, None]
+                G = blas.gram(Q)
+                col = blas.matmul(Q.T, part[:, None]).ravel() if self.fit_intercept else None
+                if r0:
+                    A[:M, :M] += G
+                    if self.fit_intercept:
+                        A[:M, M] += col
+                else:
+                    A[:M, :M] = G
+                    if self.fit_intercept:
+                        A[:M, M] = col
+            Phi = Q = G = None
             if self.fit_intercept:
-                A[:M, M] = A[M, :M] = blas.matmul(Q.T, root[:, None]).ravel()
+                A[M, :M] = A[:M, M]
                 A[M, M] = root @ root
         A[np.diag_indices(M)] += problem.lam
         if self.fit_intercept:
@@ -310,6 +344,44 @@ class _Preconditioner:
         return Z, np.zeros_like(rb)
 
 
+def _chunk(M):
+    """Drawn rows whose features a preconditioner forms at a time (a quadratic
+    loss's first sample: one chunk, as before samples grew)."""
+    return _SAMPLE_PER_FEATURE_QUADRATIC * M
+
+
+def _grown_size(n, M, K, size, used, residual, first, target):
+    """Rows of a new preconditioner for a quadratic loss's conjugate gradients, or None.
+
+    After ``used`` iterations the squared residual went from ``first`` to
+    ``residual``; at that rate, ``target`` is some iterations away.  A factor
+    on ``_GROWTH`` times ``size`` drawn rows (at most ``n``) costs ``s M^2 +
+    M^3 / 3`` flops; it is built when the iterations left cost more (each
+    ``n M`` entries read, :data:`_PRODUCT_ENTRY_FLOPS` apiece, or ``4 K``
+    flops when the outputs make the products arithmetic-bound).  A pure
+    function of the iteration's numbers, so a fit's bits do not depend on
+    the machine's speed.
+
+    Examples
+    --------
+    >>> # skin_nonskin, 2,048 features: 10 iterations took the residual 1e-3 down,
+    >>> # 1e-8 is far: 16,384 rows
+    >>> _grown_size(196_046, 2048, 1, 4096, 10, 1e-3, 1.0, 1e-8)
+    16384
+    >>> # kin40k, 8,192 features: all 32,000 rows would cost hundreds of iterations
+    >>> _grown_size(32_000, 8192, 1, 16384, 10, 1e-3, 1.0, 1e-8) is None
+    True
+    """
+    new = min(n, _GROWTH * size)
+    if new <= size or residual <= target:
+        return None
+    rate = (residual / first) ** (1.0 / used) if first > 0 and used > 0 else 1.0
+    left = np.inf if rate >= 1.0 or rate <= 0.0 else np.log(target / residual) / np.log(rate)
+    build = new * float(M) * M + float(M) ** 3 / 3
+    product = float(n) * M * max(_PRODUCT_ENTRY_FLOPS, 4 * K)
+    return new if left * product > build else None
+
+
 def _lower_triangular(P):
     """Whether ``P`` is square and lower triangular (its strict upper part zero)."""
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
@@ -329,7 +401,7 @@ def _triangular_gram(L):
     return G
 
 
-def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
+def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None):
     """Approximately solve ``H p = -g`` by (preconditioned) conjugate gradients from p = 0.
 
     Stops when the residual's norm is ``rtol`` times the gradient's.  A
@@ -342,6 +414,10 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
     products instead of 300 over the fit's 10 Newton steps, the fit 1.29x
     faster; fashion_mnist, 2,048 Nystrom features, squared loss: 24 instead
     of 27; the same models).
+    ``regrow(used, residual, first, target)``, when given, is asked every
+    :data:`_GROW_CHECK` iterations (squared residual norms) for a better
+    preconditioner; the recurrence restarts from the current step with the
+    one it returns (restarted conjugate gradients converge from any start).
     Returns the step, its raw outputs ``Phi pC + pb`` (summed from the
     directions' outputs that the Hessian products compute anyway, which
     saves the line search a pass over the features; ``None`` when the step
@@ -360,11 +436,20 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None):
     zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
     dC, db = zC.copy(), zb.copy()
     rz = dot(rC, rb, zC, zb)
-    stop = rtol ** 2 * float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
+    first = float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
+    stop = rtol ** 2 * first
     used = 0
     for _ in range(max_cg):
-        if float(np.einsum("ij,ij->", rC, rC) + rb @ rb) <= stop:
+        residual = float(np.einsum("ij,ij->", rC, rC) + rb @ rb)
+        if residual <= stop:
             break
+        better = (regrow(used, residual, first, stop)
+                  if regrow is not None and used and used % _GROW_CHECK == 0 else None)
+        if better is not None:
+            precond = better
+            zC, zb = precond.solve(rC, rb)
+            dC, db = zC.copy(), zb.copy()
+            rz = dot(rC, rb, zC, zb)
         hC, hb, V = problem.hessian_product(U, dC, db, outputs=True)
         used += 1
         dHd = dot(dC, db, hC, hb)
@@ -454,6 +539,16 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     # Early Newton steps of a smooth loss are easy (a few CG iterations):
     # the factor is built once a step needs many, and rebuilt when it does again.
     precond, stale = None, quadratic
+    drawn = _SAMPLE_PER_FEATURE_QUADRATIC * problem.M  # rows of the quadratic's factor
+
+    def regrow(used, residual, first, target):
+        # a quadratic's factor on more drawn rows, where the iterations it saves pay
+        nonlocal drawn
+        size = _grown_size(n, problem.M, problem.K, drawn, used, residual, first, target)
+        if size is None:
+            return None
+        drawn = size
+        return _Preconditioner(problem, U, size, rng, landmarks=False)
     U = problem.raw(C, b)
     f = problem.value(C, U)
     gC, gb = problem.gradient(C, U)
@@ -473,7 +568,8 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
         # a quadratic's Newton step is its optimum, so it is solved to tol at once
         rtol = tol * g0 / gnorm if quadratic else min(0.5, np.sqrt(gnorm / g0))
         pC, pb, dU, used = _cg(problem, U, gC, gb, rtol, max_cg if not quadratic else
-                               max(max_cg, 10 * problem.M), precond)
+                               max(max_cg, 10 * problem.M), precond,
+                               regrow if quadratic and precond is not None else None)
         # the curvature moved away from the one P was built at: rebuild it
         stale = used > _STALE_CG and not quadratic
         slope = float(np.einsum("ij,ij->", gC, pC) + gb @ pb)

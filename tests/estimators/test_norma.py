@@ -131,6 +131,22 @@ def test_stream_chunks_one_rows_and_fit_give_the_same_model():
     assert np.array_equal(one, whole.decision_function(X[:50]))  # bit for bit
 
 
+def test_plain_numpy_rows_skip_validation_with_the_same_model():
+    """partial_fit and predict of plain numpy rows take the one-row path (no
+    validate_data): the same bits as lists, which take the full validation."""
+    X, y = _ring(400)
+    fast = NormaClassifier(gamma=1.0, budget=64).partial_fit(X[:100], y[:100], classes=[0, 1])
+    full = NormaClassifier(gamma=1.0, budget=64).partial_fit(X[:100], y[:100], classes=[0, 1])
+    for i in range(100, 400):
+        fast.partial_fit(X[i:i + 1], y[i:i + 1])
+        full.partial_fit(X[i:i + 1].tolist(), y[i:i + 1].tolist())
+    assert np.array_equal(fast.coef_, full.coef_) and fast.t_ == full.t_ == 400
+    one = [fast.decision_function(X[i:i + 1])[0] for i in range(20)]
+    assert np.array_equal(one, full.decision_function(X[:20].tolist()))
+    X32 = X[:20].astype(np.float32)  # converted to float64 on both paths
+    assert np.array_equal(fast.decision_function(X32), full.decision_function(X32.tolist()))
+
+
 def test_learns_a_ring_and_forgets_a_changed_concept():
     X, y = _ring(4000)
     clf = NormaClassifier(gamma=1.0, budget=256)
@@ -190,8 +206,13 @@ def test_bad_input_leaves_the_model_unchanged():
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         clf.partial_fit(bad, y[:5])
-    with pytest.raises(ValueError, match=r"labels \[7\] are not among the classes"):
-        clf.partial_fit(X[:5], [0, 1, 7, 0, 1])
+    for labels in ([0, 1, 7, 0, 1], np.array([0, 1, 7, 0, 1])):  # full and one-row paths
+        with pytest.raises(ValueError, match=r"labels \[7\] are not among the classes"):
+            clf.partial_fit(X[:5], labels)
+    clf.set_params(eta0=-1.0)  # checked at every call, not only the first
+    with pytest.raises(ValueError, match="eta0"):
+        clf.partial_fit(X[:5], y[:5])
+    clf.set_params(eta0=1.0)
     with pytest.raises(ValueError, match="differ from the classes"):
         clf.partial_fit(X[:5], y[:5], classes=[0, 1, 2])
     with pytest.raises(ValueError, match="3 features"):

@@ -388,6 +388,35 @@ def input_scaling_pair(given):
     return mean, scale
 
 
+def plain_rows(X, state, n_features, dtype):
+    """``X`` as rows for a fitted model when it is a plain numpy input, or None.
+
+    Streaming services train and predict one row at a time, where
+    scikit-learn's input validation costs far more than the arithmetic.  A
+    2-d float ndarray of ``n_features`` columns with finite values, for a
+    model (its attributes ``state``) fitted without feature names, is
+    checked here directly with the outcome of ``validate_data`` (converted to
+    ``dtype``, C-contiguous); anything else -- and any input that fails a
+    check -- returns None and takes the full validation, which names the
+    problem.
+
+    Examples
+    --------
+    >>> plain_rows(np.ones((1, 2), np.float32), {}, 2, np.float64).dtype
+    dtype('float64')
+    >>> plain_rows(np.array([[1.0, np.nan]]), {}, 2, np.float64) is None
+    True
+    >>> plain_rows([[1.0, 2.0]], {}, 2, np.float64) is None  # a list: full validation
+    True
+    """
+    if type(X) is not np.ndarray or "feature_names_in_" in state:
+        return None
+    if X.ndim != 2 or X.shape[0] < 1 or X.dtype.kind != "f" or X.shape[1] != n_features:
+        return None
+    X = np.ascontiguousarray(X, dtype=dtype)
+    return X if np.isfinite(X).all() else None
+
+
 def _same(a, b):
     if a is b:
         return True
@@ -1967,23 +1996,9 @@ class BaseDSG(BaseEstimator):
 
     @staticmethod
     def _fast_rows(X, state):
-        """``X`` as rows for the model in ``state`` when it is a plain numpy input, or None.
-
-        Streaming services train and predict one row at a time, where
-        scikit-learn's input validation costs far more than the arithmetic.
-        A 2-d float ndarray of the model's width with finite values, for a
-        model fitted without feature names, is checked here directly with
-        the outcome of ``validate_data`` (converted to the model's dtype,
-        C-contiguous); anything else -- and any input that fails a check --
-        returns None and takes the full validation, which names the problem.
-        """
-        if type(X) is not np.ndarray or "feature_names_in_" in state:
-            return None
-        if (X.ndim != 2 or X.shape[0] < 1 or X.dtype.kind != "f"
-                or X.shape[1] != state["feature_map_"].n_features_in):
-            return None
-        X = np.ascontiguousarray(X, dtype=state["_coef"].dtype)
-        return X if np.isfinite(X).all() else None
+        """``X`` as rows for the model in ``state`` when it is a plain numpy input, or None
+        (:func:`plain_rows`)."""
+        return plain_rows(X, state, state["feature_map_"].n_features_in, state["_coef"].dtype)
 
     def _fast_inputs(self, X, y, sample_weight, classes):
         """``(X, Y)`` for a small numpy update of a fitted model, or None.

@@ -545,11 +545,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         return loss, functools.partial(_encoded, self._staged_or_fitted("classes_"), loss), K
 
     def _fast_targets(self, y):
-        # Labels of a fitted model: each must equal one of classes_ exactly,
-        # so the target-type checks of the first call are not repeated.
-        if y.dtype.kind != self.classes_.dtype.kind or y.dtype.kind not in "iub":
-            return None
-        return self._encode(self.classes_, self.loss_, y)[0]
+        return fast_labels(self.classes_, self.loss_, y)
 
     def _resolve_loss(self, n_classes):
         loss = self._resolve_base_loss()
@@ -673,6 +669,19 @@ def probabilities(raw, link):
     if p.shape[1] == 1:
         return np.concatenate((1.0 - p, p), axis=1)
     return p / np.maximum(p.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+
+
+def fast_labels(classes, loss, y):
+    """The loss's targets of a 1-d ndarray of labels ``y`` of a fitted classifier, or None.
+
+    For the one-row path of ``partial_fit``: integer or boolean labels of
+    ``classes``' kind are encoded directly (each must equal one of
+    ``classes`` exactly, so the target-type checks of the first call are not
+    repeated); anything else returns None and takes the full validation.
+    """
+    if y.dtype.kind != classes.dtype.kind or y.dtype.kind not in "iub":
+        return None
+    return DSGClassifier._encode(classes, loss, y)[0]
 
 
 def _encoded(classes, loss, y):

@@ -22,9 +22,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from onlinekernel import registry
-from onlinekernel.estimators._base import _check_dict, _same
+from onlinekernel.estimators._base import _check_dict, _same, plain_rows
 from onlinekernel.estimators._classifier import (
-    DSGClassifier, _with_probabilities, probabilities)
+    DSGClassifier, _with_probabilities, fast_labels, probabilities)
 from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.featuremaps.base import as_cy_feature_map
@@ -47,8 +47,9 @@ def _bound_kernel(est, X, n_features):
 
 def _check_loss(name, value):
     if isinstance(value, str):
-        if value not in registry.available_losses():
-            registry.get_loss(value)  # raises the error that lists the names
+        # raises the error that lists the names (the registry's listing itself
+        # introspects every factory: 300 us, more than a one-row step)
+        registry.get_loss(value)
         return
     as_cy_loss(value)  # a loss object: compiled, or a Python Loss the adapter wraps
 
@@ -168,9 +169,11 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
                 "coef_": np.zeros((self.budget, K)),
                 "_ring": np.zeros(2, dtype=np.intp), "t_": 0}
 
-    def _learn(self, state, X, y):
-        """The steps of rows ``X`` (labels ``y``) run on copies of ``state``; returns them."""
-        Y = DSGClassifier._encode(state["classes_"], state["loss_"], y)[0]
+    def _learn(self, state, X, y, Y=None):
+        """The steps of rows ``X`` (labels ``y``, or their targets ``Y``) run on copies of
+        ``state``; returns them."""
+        if Y is None:
+            Y = DSGClassifier._encode(state["classes_"], state["loss_"], y)[0]
         new = dict(state, centers_=state["centers_"].copy(), coef_=state["coef_"].copy(),
                    _ring=state["_ring"].copy())
         fmap = new["kernel_"]
@@ -215,8 +218,13 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
 
     def _partial_fit(self, X, y, classes):
         first = not hasattr(self, "classes_")
-        if first:
-            self._validate()
+        self._validate()  # (eta0 and alpha may change between calls)
+        if not first:
+            self._check_fixed(classes)
+            fast = self._fast_inputs(X, y, classes)
+            if fast is not None:  # a plain numpy update: no validate_data
+                self._publish(self._learn(self._state(), fast[0], None, fast[1]))
+                return
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
@@ -231,24 +239,44 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
                                  f"the first call to partial_fit (got {labels.tolist()})")
             state = self._new_state(X, labels)
         else:
-            changed = [k for k in _FIXED if not _same(self._built_from[k], getattr(self, k))]
-            if changed:
-                now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
-                was = ", ".join(f"{k}={self._built_from[k]!r}" for k in changed)
-                raise ValueError(f"{now} changed since the model was built with {was}: "
-                                 f"partial_fit continues that model (eta0 and alpha may "
-                                 f"change); call fit for a new one, or set them back")
-            if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-                raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
-                                 f"classes of the first call {self.classes_.tolist()}")
-            state = {name: getattr(self, name) for name in
-                     ("_built_from", "classes_", "loss_", "kernel_", "gamma_", "centers_",
-                      "coef_", "_ring", "t_")}
+            state = self._state()
         self._publish(self._learn(state, X, y))
+
+    def _state(self):
+        """The fitted model's arrays and settings, as :meth:`_learn` takes them."""
+        return {name: getattr(self, name) for name in
+                ("_built_from", "classes_", "loss_", "kernel_", "gamma_", "centers_", "coef_",
+                 "_ring", "t_")}
+
+    def _check_fixed(self, classes):
+        """Refuse to continue the model with other fixed parameters or classes."""
+        changed = [k for k in _FIXED if not _same(self._built_from[k], getattr(self, k))]
+        if changed:
+            now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
+            was = ", ".join(f"{k}={self._built_from[k]!r}" for k in changed)
+            raise ValueError(f"{now} changed since the model was built with {was}: "
+                             f"partial_fit continues that model (eta0 and alpha may "
+                             f"change); call fit for a new one, or set them back")
+        if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
+                             f"classes of the first call {self.classes_.tolist()}")
+
+    def _fast_inputs(self, X, y, classes):
+        """``(X, Y)`` of a plain numpy update of the fitted model, or None
+        (:func:`~onlinekernel.estimators._base.plain_rows`)."""
+        if classes is not None or type(y) is not np.ndarray or y.ndim != 1:
+            return None
+        X = plain_rows(X, self.__dict__, self.n_features_in_, np.float64)
+        if X is None or X.shape[0] != y.shape[0]:
+            return None
+        Y = fast_labels(self.classes_, self.loss_, y)
+        return None if Y is None else (X, Y)
 
     def _raw(self, X):
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        plain = plain_rows(X, self.__dict__, self.n_features_in_, np.float64)
+        X = plain if plain is not None else validate_data(self, X, reset=False,
+                                                          dtype=np.float64, order="C")
         return norma_outputs(self.kernel_, self.kernel_.kernel, self.centers_, self.coef_,
                              self.n_support_, X)
 

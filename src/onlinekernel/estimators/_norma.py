@@ -169,11 +169,13 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
                 "coef_": np.zeros((self.budget, K)),
                 "_ring": np.zeros(2, dtype=np.intp), "t_": 0}
 
-    def _learn(self, state, X, y, Y=None):
-        """The steps of rows ``X`` (labels ``y``, or their targets ``Y``) run on copies of
-        ``state``; returns them."""
-        if Y is None:
-            Y = DSGClassifier._encode(state["classes_"], state["loss_"], y)[0]
+    @staticmethod
+    def _targets(state, y):
+        """The loss's targets of labels ``y`` for the model in ``state``."""
+        return DSGClassifier._encode(state["classes_"], state["loss_"], y)[0]
+
+    def _learn(self, state, X, Y):
+        """The steps of rows ``X`` (targets ``Y``) run on copies of ``state``; returns them."""
         new = dict(state, centers_=state["centers_"].copy(), coef_=state["coef_"].copy(),
                    _ring=state["_ring"].copy())
         fmap = new["kernel_"]
@@ -202,7 +204,8 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
         if classes.shape[0] < 2:
             raise ValueError(f"the classifier needs samples of at least 2 classes in the data, "
                              f"but the data contain only one class: {classes[0]!r}")
-        self._publish(self._learn(self._new_state(X, classes), X, y))
+        state = self._new_state(X, classes)
+        self._publish(self._learn(state, X, self._targets(state, y)))
 
     def partial_fit(self, X, y, classes=None):
         """Learn the rows of ``X`` in order; the first call fixes the classes.
@@ -223,7 +226,7 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
             self._check_fixed(classes)
             fast = self._fast_inputs(X, y, classes)
             if fast is not None:  # a plain numpy update: no validate_data
-                self._publish(self._learn(self._state(), fast[0], None, fast[1]))
+                self._publish(self._learn(self._state(), *fast))
                 return
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
         y = column_or_1d(y, warn=True)
@@ -240,7 +243,7 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
             state = self._new_state(X, labels)
         else:
             state = self._state()
-        self._publish(self._learn(state, X, y))
+        self._publish(self._learn(state, X, self._targets(state, y)))
 
     def _state(self):
         """The fitted model's arrays and settings, as :meth:`_learn` takes them."""

@@ -307,22 +307,16 @@ class _Preconditioner:
             # by chunks of rows: a grown sample's features never all at once
             root = np.sqrt(d).astype(dt)
             step = Phi.shape[0] if rows is None else _chunk(M)
+            A[:M, :M + 1] = 0.0
             for r0 in range(0, root.size, step):
                 if r0:
                     Phi = problem.features.rows(rows[r0:r0 + step])
                 part = root[r0:r0 + step]
                 Q = Phi.astype(dt, copy=False) * part[:, None]
-                G = blas.gram(Q)
-                col = blas.matmul(Q.T, part[:, None]).ravel() if self.fit_intercept else None
-                if r0:
-                    A[:M, :M] += G
-                    if self.fit_intercept:
-                        A[:M, M] += col
-                else:
-                    A[:M, :M] = G
-                    if self.fit_intercept:
-                        A[:M, M] = col
-            Phi = Q = G = None
+                A[:M, :M] += blas.gram(Q)
+                if self.fit_intercept:
+                    A[:M, M] += blas.matmul(Q.T, part[:, None]).ravel()
+            Phi = Q = None
             if self.fit_intercept:
                 A[M, :M] = A[:M, M]
                 A[M, M] = root @ root
@@ -545,7 +539,8 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     # Early Newton steps of a smooth loss are easy (a few CG iterations):
     # the factor is built once a step needs many, and rebuilt when it does again.
     precond, stale = None, quadratic
-    drawn = _SAMPLE_PER_FEATURE_QUADRATIC * problem.M  # rows of the quadratic's factor
+    # rows drawn for the factor (a quadratic's grows where the iterations pay for it)
+    drawn = (_SAMPLE_PER_FEATURE_QUADRATIC if quadratic else _SAMPLE_PER_FEATURE) * problem.M
 
     def regrow(used, residual, first, target):
         # a quadratic's factor on more drawn rows, where the iterations it saves pay
@@ -568,8 +563,7 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
             break
         it += 1
         if precondition and stale:
-            size = (_SAMPLE_PER_FEATURE_QUADRATIC if quadratic else _SAMPLE_PER_FEATURE) * problem.M
-            precond = _Preconditioner(problem, U, int(size), rng)
+            precond = _Preconditioner(problem, U, drawn, rng)
         # forcing term: loose solves far from the optimum, tight ones near it;
         # a quadratic's Newton step is its optimum, so it is solved to tol at once
         rtol = tol * g0 / gnorm if quadratic else min(0.5, np.sqrt(gnorm / g0))

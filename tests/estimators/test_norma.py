@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from onlinekernel import NormaClassifier, get_feature_map, get_loss
+from onlinekernel import Loss, NormaClassifier, get_feature_map, get_loss
 from onlinekernel.losses.base import as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
 
@@ -236,3 +236,26 @@ def test_bad_input_leaves_the_model_unchanged():
     with pytest.raises(ValueError, match="at least 2 classes"):
         fresh.partial_fit(X[:5], [1] * 5)
     assert vars(fresh) == vars(NormaClassifier())
+
+
+class _PythonLogistic(Loss):
+    """The compiled logistic loss's values, through the pure-Python loss adapter."""
+
+    name = "python_logistic"
+    link = "logistic"
+
+    def loss(self, y, raw):
+        return get_loss("logistic").loss(y, raw)
+
+    def gradient(self, y, raw):
+        return get_loss("logistic").gradient(y, raw)
+
+
+def test_a_python_loss_trains_as_its_compiled_twin():
+    # the compiled loop takes a Python loss's gradient through its adapter (it
+    # once read a gradient of zero from it, and learned nothing)
+    X, y = _ring(300)
+    compiled = NormaClassifier(loss="logistic", budget=64).fit(X, y)
+    python = NormaClassifier(loss=_PythonLogistic(), budget=64).fit(X, y)
+    assert python.n_support_ == compiled.n_support_ > 0
+    assert np.allclose(python.coef_, compiled.coef_, rtol=1e-14, atol=0.0)

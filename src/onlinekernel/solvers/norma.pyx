@@ -96,7 +96,7 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     cdef double[:, ::1] A = coef
     cdef const double[:, ::1] Xv = X
     cdef const double[:, ::1] Yv = Y
-    cdef Py_ssize_t budget = C.shape[0], d = C.shape[1], K = A.shape[1]
+    cdef Py_ssize_t budget = C.shape[0], d = C.shape[1], K = A.shape[1], m = Yv.shape[1]
     cdef Py_ssize_t i, j, c, n = Xv.shape[0]
     cdef Py_ssize_t filled = ring[0], nxt = ring[1]
     cdef bint store
@@ -108,7 +108,8 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     for i in range(n):
         if i > 0 or not first_known:
             _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], kbuf, &U[i, 0])
-        loss.row_gradient(&Yv[i, 0], &U[i, 0], K, &g[0])
+        # batch_gradient of one row: a Python loss's adapter implements it, not row_gradient
+        loss.batch_gradient(&Yv[i, 0], m, &U[i, 0], 1, K, &g[0])
         if shrink != 1.0:
             for j in range(filled):
                 for c in range(K):

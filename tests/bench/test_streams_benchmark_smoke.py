@@ -27,11 +27,12 @@ def test_the_prequential_table_runs_on_short_streams(log=print):
     out = streams_bench.prequential(60, lambda msg: None)
     assert set(out) == {"RandomRBFDrift", "Hyperplane", "Phishing"}
     for entry in out.values():
-        assert len(entry["models"]) == 7
+        assert len(entry["models"]) == 8
         assert all(0.0 <= m["accuracy"] <= 1.0 for m in entry["models"].values())
         river = {k for k in entry["models"] if k.startswith("River")}
         assert set(entry["our_speed_ratio_to"]) == river
         assert set(entry["ours"]) == {"onlinekernel RiverClassifier",
                                       "onlinekernel RiverNormaClassifier",
-                                      "onlinekernel RiverNormaClassifier (budget 4096)"}
+                                      "onlinekernel RiverNormaClassifier (budget 4096)",
+                                      "onlinekernel RiverMultiKernelClassifier"}
         assert all(set(o["speed_ratio_to"]) == river for o in entry["ours"].values())

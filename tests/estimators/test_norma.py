@@ -8,6 +8,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from onlinekernel import Loss, NormaClassifier, get_feature_map, get_loss
+from onlinekernel.estimators import LinearStream
 from onlinekernel.losses.base import as_cy_loss
 from onlinekernel.solvers.norma import norma_outputs, norma_steps
 
@@ -238,6 +239,70 @@ def test_bad_input_leaves_the_model_unchanged():
     assert vars(fresh) == vars(NormaClassifier())
 
 
+# --------------------------------------------------------------------------- #
+# LinearStream: NORMA's linear-kernel form
+# --------------------------------------------------------------------------- #
+def test_linear_stream_is_scikit_learns_constant_step_sgd():
+    # without a penalty the step is plain SGD with an intercept: scikit-learn's
+    # SGDClassifier fed one row at a time, learning_rate="constant"
+    from sklearn.linear_model import SGDClassifier
+    X, y = _ring(300, seed=3)
+    X = X + np.array([0.5, -0.2])  # an offset the intercept must learn
+    t = 2.0 * y - 1.0
+    ours = LinearStream(2, eta0=0.05, alpha=0.0, loss="logistic")
+    ours.add_output()
+    sgd = SGDClassifier(loss="log_loss", penalty=None, learning_rate="constant", eta0=0.05,
+                        shuffle=False)
+    for i in range(len(X)):
+        ours.learn(X[i:i + 1], t[i:i + 1, None])
+        sgd.partial_fit(X[i:i + 1], t[i:i + 1], classes=[-1.0, 1.0])
+    assert np.allclose(ours.weights[:, 0], sgd.coef_[0], rtol=1e-10, atol=1e-12)
+    assert np.allclose(ours.intercept, sgd.intercept_, rtol=1e-10, atol=1e-12)
+    assert np.allclose(ours.outputs(X[:1]), sgd.decision_function(X[:1]), rtol=1e-10)
+
+
+def test_linear_stream_step_is_normas_with_the_linear_kernel():
+    # the expansion sum_j a_j <c_j, x>, NORMA's step written out on stored rows,
+    # is the weights' model: the same outputs at every step, alpha > 0, two outputs
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    Y = np.where(rng.random((60, 1)) < 0.5, 1.0, -1.0) * np.array([[1.0, -1.0]])
+    eta, alpha = 0.3, 0.2
+    ours = LinearStream(3, eta0=eta, alpha=alpha, loss="hinge")
+    ours.add_output()
+    ours.add_output()
+    hinge = get_loss("hinge")
+    rows, coef, bias = [], [], np.zeros(2)
+    for i in range(len(X)):
+        f = sum((a * (c @ X[i]) for c, a in zip(rows, coef)), np.zeros(2)) + bias
+        assert np.allclose(ours.outputs(X[i:i + 1]), f, atol=1e-12)
+        g = hinge.gradient(Y[i:i + 1], f[None, :])[0]
+        coef = [a * (1 - eta * alpha) for a in coef] + [-eta * g]
+        rows.append(X[i])
+        bias = bias - eta * g
+        ours.learn(X[i:i + 1], Y[i:i + 1])
+
+
+def test_linear_stream_takes_known_outputs_and_names_bad_parameters():
+    X, y = _ring(50)
+    a, b = (LinearStream(2, eta0=0.1, alpha=1e-3, loss="logistic") for _ in range(2))
+    for m in (a, b):
+        m.add_output()
+    for i in range(len(X)):
+        T = np.array([[2.0 * y[i] - 1.0]])
+        a.learn(X[i:i + 1], T, a.outputs(X[i:i + 1]))
+        b.learn(X[i:i + 1], T)
+    assert np.array_equal(a.weights, b.weights) and np.array_equal(a.intercept, b.intercept)
+    again = pickle.loads(pickle.dumps(a))
+    assert np.array_equal(again.outputs(X[:1]), a.outputs(X[:1]))
+    with pytest.raises(ValueError, match="margin targets"):
+        LinearStream(2, eta0=0.1, alpha=0.0, loss="multinomial")
+    with pytest.raises(ValueError, match="eta0"):
+        LinearStream(2, eta0=-0.1, alpha=0.0, loss="logistic")
+    with pytest.raises(ValueError, match="eta0 \\* alpha must be < 1"):
+        LinearStream(2, eta0=1.0, alpha=1.0, loss="logistic")
+
+
 class _PythonLogistic(Loss):
     """The compiled logistic loss's values, through the pure-Python loss adapter."""
 
@@ -259,3 +324,10 @@ def test_a_python_loss_trains_as_its_compiled_twin():
     python = NormaClassifier(loss=_PythonLogistic(), budget=64).fit(X, y)
     assert python.n_support_ == compiled.n_support_ > 0
     assert np.allclose(python.coef_, compiled.coef_, rtol=1e-14, atol=0.0)
+    a, b = (LinearStream(2, eta0=0.1, alpha=1e-3, loss=loss)
+            for loss in ("logistic", _PythonLogistic()))
+    for m in (a, b):
+        m.add_output()
+        for i in range(len(X)):
+            m.learn(X[i:i + 1], np.array([[2.0 * y[i] - 1.0]]))
+    assert np.allclose(a.weights, b.weights, rtol=1e-14) and np.any(a.weights != 0)

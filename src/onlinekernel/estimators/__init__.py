@@ -8,7 +8,7 @@ from onlinekernel.estimators._elm import (
     WeightedKitchenSinksClassifier, WeightedKitchenSinksRegressor)
 from onlinekernel.estimators._fixed import FixedFeatureClassifier, FixedFeatureRegressor
 from onlinekernel.estimators._gp import DSGGaussianProcessRegressor
-from onlinekernel.estimators._norma import NormaClassifier, NormaStream
+from onlinekernel.estimators._norma import LinearStream, NormaClassifier, NormaStream
 from onlinekernel.estimators._novelty import DSGOneClassSVM
 from onlinekernel.estimators._quantile import DSGQuantileRegressor
 from onlinekernel.estimators._regressor import DSGRegressor
@@ -18,6 +18,7 @@ __all__ = ["DRIFT_REACTIONS", "DSGClassifier", "DSGDensityRatio", "DSGGaussianPr
            "DSGOneClassSVM", "DSGQuantileRegressor", "DSGRegressor", "EigenProClassifier",
            "EigenProRegressor",
            "ExtremeLearningMachineClassifier", "ExtremeLearningMachineRegressor",
-           "FixedFeatureClassifier", "FixedFeatureRegressor", "NormaClassifier", "NormaStream",
+           "FixedFeatureClassifier", "FixedFeatureRegressor", "LinearStream", "NormaClassifier",
+           "NormaStream",
            "ShrinkingGradientRegressor",
            "WeightedKitchenSinksClassifier", "WeightedKitchenSinksRegressor", "probabilities"]

@@ -29,9 +29,9 @@ from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.losses.base import as_cy_loss
-from onlinekernel.solvers.norma import norma_outputs, norma_steps
+from onlinekernel.solvers.norma import linear_step, norma_outputs, norma_steps
 
-__all__ = ["NormaClassifier", "NormaStream"]
+__all__ = ["LinearStream", "NormaClassifier", "NormaStream"]
 
 
 #: Parameters a model is built with: partial_fit refuses to continue it once they change.
@@ -303,6 +303,16 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
         return probabilities(self._raw(X), self.loss_.link)
 
 
+def _margin_loss(spec):
+    """The loss of the NORMA parameters ``spec`` (checked), which must take margin targets."""
+    spec._validate()
+    loss = spec._resolve_base_loss()
+    if loss.target_encoding != "margin":
+        raise ValueError(f"loss {spec.loss!r} does not take margin targets (+-1): "
+                         f"one output per label needs them")
+    return loss
+
+
 class NormaStream:
     """A NORMA model fed one prepared row at a time: the arrays and the compiled calls.
 
@@ -322,11 +332,7 @@ class NormaStream:
     def __init__(self, kernel, gamma, n_features, budget, eta0, alpha, loss):
         spec = NormaClassifier(kernel=kernel, gamma=gamma, budget=budget, eta0=eta0,
                                alpha=alpha, loss=loss)
-        spec._validate()
-        self.loss = spec._resolve_base_loss()
-        if self.loss.target_encoding != "margin":
-            raise ValueError(f"loss {loss!r} does not take margin targets (+-1): "
-                             f"one output per label needs them")
+        self.loss = _margin_loss(spec)
         self.kernel = _bound_kernel(spec, None, n_features)[0]
         self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
         self.centers = np.zeros((budget, n_features))
@@ -359,3 +365,62 @@ class NormaStream:
             raw[0] = outputs
         norma_steps(self.kernel, self.kernel.kernel, self.centers, self.coef, self.ring, Z, Y,
                     self.loss, self.eta, self.shrink, raw, outputs is not None)
+
+
+class LinearStream:
+    """NORMA with the linear kernel, fed one prepared row at a time: the expansion as weights.
+
+    With ``k(x, x') = <x, x'>`` the expansion ``sum_j a_j <c_j, x>`` is
+    ``<w, x>`` with ``w = sum_j a_j c_j``: every row ever learned is kept
+    (no budget) in ``d`` numbers an output, and a step costs ``O(d)``.  The
+    step is NORMA's -- ``w`` shrinks by ``1 - eta0 * alpha`` and moves by
+    ``-eta0 g x``, ``g`` the loss's gradient at the row's output -- plus an
+    intercept stepped by ``-eta0 g`` and never shrunk, without which a
+    linear model can only split the inputs through their mean.  The same
+    interface as :class:`NormaStream` (the River multiple-kernel
+    classifier's linear experts).
+
+    Parameters
+    ----------
+    n_features : int
+        Inputs of a row.
+    eta0, alpha, loss
+        As :class:`NormaClassifier`'s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> model = LinearStream(2, eta0=0.1, alpha=0.0, loss="logistic")
+    >>> model.add_output()
+    >>> for _ in range(200):
+    ...     model.learn(np.array([[1.0, 0.0]]), np.array([[1.0]]))
+    ...     model.learn(np.array([[-1.0, 0.5]]), np.array([[-1.0]]))
+    >>> bool(model.outputs(np.array([[1.0, 0.0]]))[0] > 0 > model.outputs(
+    ...     np.array([[-1.0, 0.5]]))[0])
+    True
+    """
+
+    def __init__(self, n_features, eta0, alpha, loss):
+        self.loss = _margin_loss(NormaClassifier(eta0=eta0, alpha=alpha, loss=loss))
+        self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
+        self.weights = np.zeros((n_features, 0))
+        self.intercept = np.zeros(0)
+
+    def add_output(self):
+        """One more output (a new label), zero until trained."""
+        self.weights = np.ascontiguousarray(
+            np.hstack([self.weights, np.zeros((self.weights.shape[0], 1))]))
+        self.intercept = np.append(self.intercept, 0.0)
+
+    def outputs(self, Z):
+        """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
+        return Z[0] @ self.weights + self.intercept
+
+    def learn(self, Z, Y, outputs=None):
+        """One step on the row ``Z`` with margin targets ``Y`` (``(1, K)``), in place.
+
+        ``outputs``: the row's outputs under the model as it is (from
+        :meth:`outputs`), not computed again.
+        """
+        raw = self.outputs(Z) if outputs is None else outputs
+        linear_step(self.weights, self.intercept, Z, Y, self.loss, self.eta, self.shrink, raw)

@@ -251,10 +251,12 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.integrations.river needs River: pip install river") from exc
 
+from onlinekernel.core.running import welford_step
 from onlinekernel.estimators import (
-    DRIFT_REACTIONS, DSGClassifier, DSGRegressor, NormaStream, probabilities)
+    DRIFT_REACTIONS, DSGClassifier, DSGRegressor, LinearStream, NormaStream, probabilities)
 
-__all__ = ["RiverClassifier", "RiverNormaClassifier", "RiverRegressor"]
+__all__ = ["DEFAULT_EXPERTS", "RiverClassifier", "RiverMultiKernelClassifier",
+           "RiverNormaClassifier", "RiverRegressor"]
 
 # What predictions read, published as one object: feature order and index,
 # standardisation, labels (classifier) or target offset (regressor), model.
@@ -1141,7 +1143,93 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
 _NormaView = namedtuple("_NormaView", "features index")
 
 
-class RiverNormaClassifier(_Locked, _river_base.Classifier):
+class _PreparedRowsClassifier(_Locked, _river_base.Classifier):
+    """What the classifiers of standardised rows share: inputs, labels, statistics, the lock.
+
+    Subclasses build their stream models (objects with the
+    :class:`~onlinekernel.NormaStream` interface) in :meth:`_build` and
+    take one step of them in :meth:`_step`.
+    """
+
+    def _reset(self):
+        self._lock = threading.RLock()
+        self._view = None      # feature order, set by the first learned sample
+        self._labels = ()
+        self._models = None    # the stream models, made at the first learned sample
+        self._n, self._mean, self._m2, self._scale = 0, None, None, None
+        self._targets = None
+        self._version = 0      # bumped by every step: a kept prediction is of this model
+        self._last = None      # (version, standardised row, each model's outputs)
+
+    @property
+    def _multiclass(self):
+        return True
+
+    def _standardised(self, x):
+        """The row of the dict ``x``, and it standardised by the statistics of the samples
+        learned before (shape ``(1, d)``)."""
+        row = _DSGAdapter._raw_row(x, self._view)
+        return row, ((row - self._mean) * self._scale)[None, :]
+
+    def learn_one(self, x, y):
+        """Learn one sample: one step of the model(s) on it, then of the statistics."""
+        RiverClassifier._check_target(y)
+        with self._lock:
+            if self._view is None:
+                x = _DSGAdapter._clean(x)
+                if not x:
+                    return  # no feature to fix the inputs by
+                features = _sorted_keys(x)
+                d = len(features)
+                self._models = self._build(d)
+                self._view = _NormaView(features, {k: j for j, k in enumerate(features)})
+                self._mean, self._m2, self._scale = np.zeros(d), np.zeros(d), np.ones(d)
+            row, Z = self._standardised(x)  # a bad value raises before anything changes
+            new = y not in self._labels
+            if new:
+                self._labels += (y,)
+                for model in self._models:
+                    model.add_output()
+                K = len(self._labels)
+                self._targets = 2.0 * np.eye(K) - 1.0  # row i: label i's margin targets
+            i = self._labels.index(y)
+            last = self._last
+            known = (last is not None and last[0] == self._version
+                     and last[2][0].shape[0] == len(self._labels)
+                     and last[1].tobytes() == Z.tobytes())
+            outputs = last[2] if known else [model.outputs(Z) for model in self._models]
+            self._step(Z, i, outputs, new)
+            self._version += 1
+            self._last = None
+            # the statistics take the sample in after its step (Welford's update)
+            self._n += 1
+            welford_step(row, self._mean, self._m2, self._n, self._scale)
+
+    def _step(self, Z, i, outputs, new):
+        """One step of every model on the row ``Z`` of label ``i`` (``outputs``: theirs;
+        ``new``: the label was met for the first time)."""
+        T = self._targets[i:i + 1]
+        for model, f in zip(self._models, outputs):
+            model.learn(Z, T, f)
+
+    def _outputs(self, x):
+        """The labels and each model's outputs of ``x`` (``None`` before two labels)."""
+        with self._lock:
+            labels = self._labels
+            if len(labels) < 2:
+                return labels, None
+            Z = self._standardised(x)[1]
+            outputs = [model.outputs(Z) for model in self._models]
+            self._last = (self._version, Z, outputs)
+        return labels, outputs
+
+    def predict_one(self, x):
+        """The most probable label, ``None`` before any sample."""
+        proba = self.predict_proba_one(x)
+        return max(proba, key=proba.get) if proba else None
+
+
+class RiverNormaClassifier(_PreparedRowsClassifier):
     """A River classifier of stored rows: NORMA, kernel SGD on a budget.
 
     The stream form of :class:`~onlinekernel.NormaClassifier`.
@@ -1207,88 +1295,175 @@ class RiverNormaClassifier(_Locked, _river_base.Classifier):
         self.alpha = alpha
         self.loss = loss
         self.kernel = kernel
-        # bad parameters fail now, not at the first sample (one input for the check)
-        NormaStream(kernel, gamma, 1, budget, eta0, alpha, loss)
-        self._lock = threading.RLock()
-        self._view = None      # feature order, set by the first learned sample
-        self._labels = ()
-        self._model = None     # the NormaStream, made at the first learned sample
-        self._n, self._mean, self._m2, self._scale = 0, None, None, None
-        self._targets = None
-        self._version = 0      # bumped by every step: a kept prediction is of this model
-        self._last = None      # (version, standardised row, outputs) of the last prediction
+        self._build(1)  # bad parameters fail now, not at the first sample
+        self._reset()
+
+    def __setstate__(self, state):
+        if "_model" in state:  # pickled before the list of models (2026-11-29)
+            model = state.pop("_model")
+            state["_models"] = None if model is None else [model]
+            state["_last"] = None  # a kept prediction only saves work
+        super().__setstate__(state)
 
     @property
-    def _multiclass(self):
-        return True
+    def _model(self):
+        return None if self._models is None else self._models[0]
 
     @property
     def n_support_(self):
         """Support vectors stored."""
-        return 0 if self._model is None else self._model.n_support
+        return 0 if self._models is None else self._model.n_support
 
-    def _standardised(self, x):
-        """The row of the dict ``x``, and it standardised by the statistics of the samples
-        learned before (shape ``(1, d)``)."""
-        row = _DSGAdapter._raw_row(x, self._view)
-        return row, ((row - self._mean) * self._scale)[None, :]
-
-    def learn_one(self, x, y):
-        """Learn one sample: score it, shrink every coefficient, store it if inside the margin."""
-        RiverClassifier._check_target(y)
-        with self._lock:
-            if self._view is None:
-                x = _DSGAdapter._clean(x)
-                if not x:
-                    return  # no feature to fix the inputs by
-                features = _sorted_keys(x)
-                d = len(features)
-                self._model = NormaStream(self.kernel, self.gamma / d, d, self.budget,
-                                          self.eta0, self.alpha, self.loss)
-                self._view = _NormaView(features, {k: j for j, k in enumerate(features)})
-                self._mean, self._m2, self._scale = np.zeros(d), np.zeros(d), np.ones(d)
-            row, Z = self._standardised(x)  # a bad value raises before anything changes
-            if y not in self._labels:
-                self._labels += (y,)
-                self._model.add_output()
-                K = len(self._labels)
-                self._targets = 2.0 * np.eye(K) - 1.0  # row i: label i's margin targets
-            i = self._labels.index(y)
-            last = self._last
-            known = (last is not None and last[0] == self._version
-                     and last[2].shape[0] == len(self._labels)
-                     and last[1].tobytes() == Z.tobytes())
-            self._model.learn(Z, self._targets[i:i + 1], last[2] if known else None)
-            self._version += 1
-            self._last = None
-            # the statistics take the sample in after its step (Welford's update)
-            self._n += 1
-            delta = row - self._mean
-            self._mean = self._mean + delta / self._n
-            self._m2 = self._m2 + delta * (row - self._mean)
-            self._scale = _inv_std(self._mean, np.sqrt(self._m2 / self._n))
+    def _build(self, d):
+        return [NormaStream(self.kernel, self.gamma / d, d, self.budget, self.eta0,
+                            self.alpha, self.loss)]
 
     def predict_proba_one(self, x):
         """Probability of each label: the logistic link's where the loss has one, else a softmax.
 
         Before any sample: an empty dict.
         """
-        with self._lock:
-            labels = self._labels
-            if not labels:
-                return {}
-            if len(labels) == 1:
-                return {labels[0]: 1.0}
-            Z = self._standardised(x)[1]
-            f = self._model.outputs(Z)
-            self._last = (self._version, Z, f)
+        labels, outputs = self._outputs(x)
+        if outputs is None:
+            return {labels[0]: 1.0} if labels else {}
         # the logistic link's (normalised), else a softmax of the margins
         link = "logistic" if self._model.loss.link == "logistic" else "softmax"
-        p = probabilities(f[None, :], link)[0]
+        p = probabilities(outputs[0][None, :], link)[0]
         return {lab: float(v) for lab, v in zip(labels, p)}
 
-    def predict_one(self, x):
-        """The label of the largest output, ``None`` before any sample."""
-        proba = self.predict_proba_one(x)
-        return max(proba, key=proba.get) if proba else None
 
+#: The multiple-kernel classifier's experts, chosen on River's streams (benchmarks/streams.py):
+#: local concepts (Gaussian, as RiverNormaClassifier), rougher ones (Laplacian), and linear
+#: ones at a tracking and a converging step.
+DEFAULT_EXPERTS = (
+    {"kernel": "gaussian"},
+    {"kernel": "laplacian", "gamma": 2.0, "alpha": 0.0, "eta0": 0.5},
+    {"kernel": "linear", "eta0": 0.01},
+    {"kernel": "linear", "eta0": 0.001},
+)
+
+#: A linear expert's parameters where its dict gives none (River's LogisticRegression's step).
+_LINEAR_DEFAULTS = {"eta0": 0.01, "alpha": 0.0, "loss": "logistic"}
+
+
+def _expert(spec, d):
+    """The stream model of the expert ``spec`` (a dict) for ``d`` inputs; a named error."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"an expert is a dict of parameters, got {spec!r}")
+    params = dict(spec)
+    kernel = params.pop("kernel", "gaussian")
+    try:
+        if kernel == "linear":
+            unknown = set(params) - set(_LINEAR_DEFAULTS)
+            if unknown:
+                raise ValueError(f"a linear expert takes {sorted(_LINEAR_DEFAULTS)}, "
+                                 f"not {sorted(unknown)}")
+            return LinearStream(d, **{**_LINEAR_DEFAULTS, **params})
+        return RiverNormaClassifier(kernel=kernel, **params)._build(d)[0]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"expert {spec!r}: {exc}") from None
+
+
+class RiverMultiKernelClassifier(_PreparedRowsClassifier):
+    """A River classifier that follows whichever of several kernels predicts best lately.
+
+    Online multiple-kernel classification (Jin, Hoi & Yang 2010; Hoi et al.
+    2013): each expert is a kernel model learning every sample -- NORMA on
+    a budget of support vectors (:class:`RiverNormaClassifier`'s model) or,
+    for the linear kernel, its weights (:class:`~onlinekernel.estimators.LinearStream`)
+    -- and the prediction is the experts' vote, each weighted by Hedge:
+    ``exp(-learning_rate * L_j)``, ``L_j`` the expert's mistakes discounted
+    by ``decay`` a sample (so a stream whose best kernel changes moves the
+    weight within about ``1 / (1 - decay)`` samples).  No stream needs its
+    kernel known in advance: the default experts cover River's drifting
+    clusters (Gaussian), a turning hyperplane (linear) and the Phishing
+    data (Laplacian), where each single kernel fails on one of them
+    (figures: ``benchmarks/streams.py``).  Inputs, labels and
+    standardisation are :class:`RiverNormaClassifier`'s, shared by all the
+    experts.
+
+    Parameters
+    ----------
+    experts : tuple of dict, default=DEFAULT_EXPERTS
+        One dict per expert: ``kernel`` (a registered map name, default
+        ``"gaussian"``, or ``"linear"``) and any of
+        :class:`RiverNormaClassifier`'s other parameters (its defaults
+        fill the rest), or for ``"linear"`` only ``eta0`` (default 0.01),
+        ``alpha`` (0.0) and ``loss`` (``"logistic"``).
+    learning_rate : float, default=1.0
+        Hedge's rate: how sharply fewer recent mistakes win the vote.
+    decay : float, default=0.999
+        The factor each expert's mistake count shrinks by a sample, in
+        ``(0, 1]`` (1: all mistakes count forever).
+
+    Examples
+    --------
+    >>> import random
+    >>> from river import evaluate, metrics
+    >>> from onlinekernel.integrations.river import RiverMultiKernelClassifier
+    >>> rng = random.Random(0)
+    >>> def ring(n):
+    ...     for _ in range(n):
+    ...         x = {"a": rng.uniform(-2, 2), "b": rng.uniform(-2, 2)}
+    ...         yield x, x["a"] ** 2 + x["b"] ** 2 < 1.5
+    >>> model = RiverMultiKernelClassifier()
+    >>> evaluate.progressive_val_score(ring(2000), model, metrics.Accuracy()).get() > 0.95
+    True
+    >>> model.weights_.round(2).tolist()  # a ring: the linear experts have no say
+    [0.0, 1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, experts=DEFAULT_EXPERTS, learning_rate=1.0, decay=0.999):
+        self.experts = experts
+        self.learning_rate = learning_rate
+        self.decay = decay
+        if isinstance(experts, (dict, str)) or not hasattr(experts, "__len__") or not experts:
+            raise ValueError(f"experts must be a non-empty sequence of dicts, got {experts!r}")
+        if not (isinstance(learning_rate, numbers.Real) and 0.0 < learning_rate < math.inf):
+            raise ValueError(f"learning_rate must be a positive number, got {learning_rate!r}")
+        if not (isinstance(decay, numbers.Real) and 0.0 < decay <= 1.0):
+            raise ValueError(f"decay must be in (0, 1], got {decay!r}")
+        self._build(1)  # bad parameters fail now, not at the first sample
+        self._reset()
+
+    def _reset(self):
+        super()._reset()
+        self._mistakes = [0.0] * len(self.experts)  # discounted, one per expert
+        self._weights = self._vote_weights()
+
+    def _vote_weights(self):
+        # a few experts: Python floats cost less than numpy's calls
+        least, rate = min(self._mistakes), self.learning_rate
+        w = [math.exp(-rate * (m - least)) for m in self._mistakes]
+        total = math.fsum(w)
+        return [v / total for v in w]
+
+    @property
+    def weights_(self):
+        """Each expert's share of the vote now, in the order of ``experts``."""
+        return np.array(self._weights)
+
+    def _build(self, d):
+        return [_expert(spec, d) for spec in self.experts]
+
+    def _step(self, Z, i, outputs, new):
+        # an expert's guess is the label of its largest output before the step; a label met
+        # for the first time is a mistake of every expert (none could have guessed it)
+        decay = self.decay
+        self._mistakes = [decay * m + (new or f.argmax() != i)
+                          for m, f in zip(self._mistakes, outputs)]
+        self._weights = self._vote_weights()
+        super()._step(Z, i, outputs, new)
+
+    def predict_proba_one(self, x):
+        """Each label's share of the experts' weighted vote.
+
+        Before any sample: an empty dict.
+        """
+        labels, outputs = self._outputs(x)
+        if outputs is None:
+            return {labels[0]: 1.0} if labels else {}
+        votes = [0.0] * len(labels)
+        for f, w in zip(outputs, self._weights):
+            votes[f.argmax()] += w
+        return {lab: min(v, 1.0) for lab, v in zip(labels, votes)}  # a sum may round above 1

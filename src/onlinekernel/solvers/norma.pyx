@@ -128,3 +128,23 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
                 filled += 1
     ring[0], ring[1] = filled, nxt
     return raw
+
+
+def linear_step(double[:, ::1] W, double[::1] b, const double[:, ::1] Z, const double[:, ::1] Y,
+                CyLoss loss, double eta, double shrink, const double[::1] raw):
+    """One step of NORMA's linear-kernel form on the row ``Z[0]``, in place.
+
+    ``W`` (``(d, K)``) becomes ``shrink * W - eta * z g^T`` and ``b``
+    (``(K,)``) ``b - eta * g``, ``g`` the loss's gradient at the row's
+    outputs ``raw`` against its targets ``Y[0]`` (one compiled call where
+    numpy would take five).
+    """
+    cdef Py_ssize_t d = W.shape[0], K = W.shape[1], j, c
+    cdef double[::1] g = np.empty(K, dtype=np.float64)
+    loss.batch_gradient(&Y[0, 0], Y.shape[1], &raw[0], 1, K, &g[0])
+    for c in range(K):
+        g[c] = eta * g[c]
+        b[c] -= g[c]
+    for j in range(d):
+        for c in range(K):
+            W[j, c] = shrink * W[j, c] - Z[0, j] * g[c]

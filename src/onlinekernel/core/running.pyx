@@ -1,0 +1,45 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Running standardisation of a stream's inputs: one sample's update, compiled.
+
+Welford's update of each feature's mean and sum of squared deviations, and
+the scale ``1 / std`` that standardises the next sample (1 for a feature
+constant up to rounding: only centred).  The same operations as numpy's
+elementwise ones, in the same order (IEEE-754, no contraction): the same
+bits, at one call where numpy takes about ten (the River classifiers of
+stored rows call it at every learned sample).
+
+Examples
+--------
+>>> import numpy as np
+>>> from onlinekernel.core.running import welford_step
+>>> mean, m2, scale = np.zeros(2), np.zeros(2), np.ones(2)
+>>> for n, row in enumerate(([1.0, 5.0], [3.0, 5.0]), start=1):
+...     welford_step(np.array(row), mean, m2, n, scale)
+>>> mean.tolist(), (m2 / 2).tolist(), scale.tolist()
+([2.0, 5.0], [1.0, 0.0], [1.0, 1.0])
+"""
+from libc.math cimport fabs, sqrt
+
+__all__ = ["welford_step"]
+
+
+def welford_step(const double[::1] row, double[::1] mean, double[::1] m2, Py_ssize_t n,
+                 double[::1] scale):
+    """Take ``row``, the ``n``-th sample, into ``mean`` and ``m2``; set ``scale``; in place.
+
+    ``scale[j]`` becomes ``1 / sqrt(m2[j] / n)``, or 1 where that standard
+    deviation is at most ``1e-12 (1 + |mean[j]|)``.
+    """
+    cdef Py_ssize_t j, d = row.shape[0]
+    cdef double delta, std
+    if mean.shape[0] != d or m2.shape[0] != d or scale.shape[0] != d:
+        raise ValueError(f"a row of {d} values against statistics of {mean.shape[0]}, "
+                         f"{m2.shape[0]} and {scale.shape[0]}")
+    if n < 1:
+        raise ValueError(f"n counts the samples taken in, including this one: got {n}")
+    for j in range(d):
+        delta = row[j] - mean[j]
+        mean[j] = mean[j] + delta / n
+        m2[j] = m2[j] + delta * (row[j] - mean[j])
+        std = sqrt(m2[j] / n)
+        scale[j] = 1.0 / std if std > 1e-12 * (1.0 + fabs(mean[j])) else 1.0

@@ -3,6 +3,7 @@
 import numpy as np
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t
+from onlinekernel.featuremaps.distances cimport squared_distances
 from onlinekernel.featuremaps.base cimport FourierFeatureMap
 from onlinekernel.core.streams cimport ok_exp_neg, ok_fill_normal, ok_fill_uniform
 
@@ -86,14 +87,10 @@ cdef class Gaussian(FourierFeatureMap):
 
     cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
                         double* out) noexcept nogil:
-        cdef Py_ssize_t i, j, d = self.n_features_in
-        cdef double r, t
+        cdef Py_ssize_t i
+        squared_distances(C, n, self.n_features_in, x, out)
         for i in range(n):
-            r = 0.0
-            for j in range(d):
-                t = C[i * d + j] - x[j]
-                r += t * t
-            out[i] = -self.gamma * r
+            out[i] = -self.gamma * out[i]
         ok_exp_neg(out, n)  # one vectorised pass
         return 0
 

@@ -3,6 +3,7 @@
 import numpy as np
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, int64_t, uint64_t
+from onlinekernel.featuremaps.distances cimport l1_distances
 from onlinekernel.featuremaps.base cimport CyFeatureMap, FourierFeatureMap
 from onlinekernel.core.streams cimport ok_exp_neg, ok_fill_cauchy, ok_fill_uniform
 
@@ -85,13 +86,10 @@ cdef class Laplacian(FourierFeatureMap):
 
     cdef int kernel_row(self, const double* C, Py_ssize_t n, const double* x,
                         double* out) noexcept nogil:
-        cdef Py_ssize_t i, j, d = self.n_features_in
-        cdef double r
+        cdef Py_ssize_t i
+        l1_distances(C, n, self.n_features_in, x, out)
         for i in range(n):
-            r = 0.0
-            for j in range(d):
-                r += fabs(C[i * d + j] - x[j])
-            out[i] = -self.gamma * r
+            out[i] = -self.gamma * out[i]
         ok_exp_neg(out, n)  # one vectorised pass
         return 0
 

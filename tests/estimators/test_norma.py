@@ -295,6 +295,8 @@ def test_linear_stream_takes_known_outputs_and_names_bad_parameters():
     assert np.array_equal(a.weights, b.weights) and np.array_equal(a.intercept, b.intercept)
     again = pickle.loads(pickle.dumps(a))
     assert np.array_equal(again.outputs(X[:1]), a.outputs(X[:1]))
+    with pytest.raises(ValueError, match="against a row of 3 inputs"):
+        a.learn(np.zeros((1, 3)), np.ones((1, 1)), np.zeros(1))
     with pytest.raises(ValueError, match="margin targets"):
         LinearStream(2, eta0=0.1, alpha=0.0, loss="multinomial")
     with pytest.raises(ValueError, match="eta0"):

@@ -140,6 +140,9 @@ def linear_step(double[:, ::1] W, double[::1] b, const double[:, ::1] Z, const d
     numpy would take five).
     """
     cdef Py_ssize_t d = W.shape[0], K = W.shape[1], j, c
+    if Z.shape[0] < 1 or Z.shape[1] != d or Y.shape[0] < 1 or b.shape[0] != K or raw.shape[0] != K:
+        raise ValueError(f"linear_step: weights {W.shape[0]} x {W.shape[1]} against a row of "
+                         f"{Z.shape[1]} inputs, {b.shape[0]} intercepts, {raw.shape[0]} outputs")
     cdef double[::1] g = np.empty(K, dtype=np.float64)
     loss.batch_gradient(&Y[0, 0], Y.shape[1], &raw[0], 1, K, &g[0])
     for c in range(K):

@@ -625,7 +625,7 @@ def test_norma_pickled_before_the_list_of_models_loads():
         model.learn_one(x, y)
     x = {"a": 0.3, "b": -0.2}
     expected = model.predict_proba_one(x)
-    state = model.__getstate__()
+    state = copy.deepcopy(model.__getstate__())  # arrays of its own, as a loaded pickle's
     state["_model"] = state.pop("_models")[0]
     state["_last"] = (state["_version"], state["_last"][1], state["_last"][2][0])
     old = RiverNormaClassifier.__new__(RiverNormaClassifier)
@@ -633,7 +633,9 @@ def test_norma_pickled_before_the_list_of_models_loads():
     assert old.predict_proba_one(x) == expected
     old.learn_one(x, True)
     model.learn_one(x, True)
+    assert old._model is not model._model
     assert np.array_equal(old._model.coef, model._model.coef)
+    assert np.array_equal(old._mean, model._mean) and old._n == model._n == 201
 
 
 @pytest.mark.parametrize("kwargs, match", [

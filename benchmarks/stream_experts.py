@@ -32,7 +32,6 @@ Writes ``benchmarks/results/stream_experts.json`` and ``.md``
 (``stream_experts_quick.*`` with ``--quick``).
 """
 import itertools
-import math
 import warnings
 
 from threadpoolctl import threadpool_limits
@@ -74,17 +73,16 @@ def hedge_accuracy(expert_guesses, rows, learning_rate, decay):
     """Prequential accuracy of Hedge's weighted vote over the experts' guesses.
 
     RiverMultiKernelClassifier's rule: the vote goes to the labels in the
-    order they were met, each expert's weight ``exp(-learning_rate * L)``
-    with ``L`` its mistakes discounted by ``decay`` a row (a label met for
+    order they were met, each expert's weight its ``hedge_weights`` share
+    of ``L``, its mistakes discounted by ``decay`` a row (a label met for
     the first time is everyone's mistake).
     """
+    from onlinekernel.integrations.river import hedge_weights
     labels, mistakes, hits = [], [0.0] * len(expert_guesses), 0
     for t, (_, y) in enumerate(rows):
         if len(labels) >= 2:
-            least = min(mistakes)
-            w = [math.exp(-learning_rate * (m - least)) for m in mistakes]
             votes = dict.fromkeys(labels, 0.0)
-            for g, wj in zip(expert_guesses, w):
+            for g, wj in zip(expert_guesses, hedge_weights(mistakes, learning_rate)):
                 votes[g[t]] += wj
             guess = max(votes, key=votes.get)
         else:

@@ -18,9 +18,32 @@ Examples
 >>> mean.tolist(), (m2 / 2).tolist(), scale.tolist()
 ([2.0, 5.0], [1.0, 0.0], [1.0, 1.0])
 """
+import numpy as np
 from libc.math cimport fabs, sqrt
 
-__all__ = ["welford_step"]
+__all__ = ["inverse_std", "welford_step"]
+
+
+cdef inline double _inverse(double std, double center) noexcept nogil:
+    """``1 / std``; 1 for a feature constant up to rounding (at most ``1e-12 (1 + |center|)``:
+    only centred)."""
+    return 1.0 / std if std > 1e-12 * (1.0 + fabs(center)) else 1.0
+
+
+def inverse_std(const double[::1] center, const double[::1] std):
+    """``1 / std`` per feature (a new array); 1 where the feature is constant up to rounding.
+
+    >>> inverse_std(np.array([0.0, 5.0]), np.array([0.5, 1e-15])).tolist()
+    [2.0, 1.0]
+    """
+    cdef Py_ssize_t j, d = std.shape[0]
+    if center.shape[0] != d:
+        raise ValueError(f"{center.shape[0]} centres against {d} standard deviations")
+    out = np.empty(d)
+    cdef double[::1] o = out
+    for j in range(d):
+        o[j] = _inverse(std[j], center[j])
+    return out
 
 
 def welford_step(const double[::1] row, double[::1] mean, double[::1] m2, Py_ssize_t n,
@@ -41,5 +64,4 @@ def welford_step(const double[::1] row, double[::1] mean, double[::1] m2, Py_ssi
         delta = row[j] - mean[j]
         mean[j] = mean[j] + delta / n
         m2[j] = m2[j] + delta * (row[j] - mean[j])
-        std = sqrt(m2[j] / n)
-        scale[j] = 1.0 / std if std > 1e-12 * (1.0 + fabs(mean[j])) else 1.0
+        scale[j] = _inverse(sqrt(m2[j] / n), mean[j])

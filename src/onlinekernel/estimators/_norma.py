@@ -303,14 +303,20 @@ class NormaClassifier(ClassifierMixin, StoredRows, BaseEstimator):
         return probabilities(self._raw(X), self.loss_.link)
 
 
-def _margin_loss(spec):
-    """The loss of the NORMA parameters ``spec`` (checked), which must take margin targets."""
+def _stream_step(spec):
+    """A stream model's loss, step and shrink factor from the NORMA parameters ``spec``
+    (checked; the loss must take margin targets)."""
     spec._validate()
     loss = spec._resolve_base_loss()
     if loss.target_encoding != "margin":
         raise ValueError(f"loss {spec.loss!r} does not take margin targets (+-1): "
                          f"one output per label needs them")
-    return loss
+    return loss, float(spec.eta0), 1.0 - float(spec.eta0) * float(spec.alpha)
+
+
+def _with_zero_column(A):
+    """``A`` (2-d) with one more column of zeros, C-contiguous: a new label's output."""
+    return np.ascontiguousarray(np.hstack([A, np.zeros((A.shape[0], 1))]))
 
 
 class NormaStream:
@@ -332,9 +338,8 @@ class NormaStream:
     def __init__(self, kernel, gamma, n_features, budget, eta0, alpha, loss):
         spec = NormaClassifier(kernel=kernel, gamma=gamma, budget=budget, eta0=eta0,
                                alpha=alpha, loss=loss)
-        self.loss = _margin_loss(spec)
+        self.loss, self.eta, self.shrink = _stream_step(spec)
         self.kernel = _bound_kernel(spec, None, n_features)[0]
-        self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
         self.centers = np.zeros((budget, n_features))
         self.coef = np.zeros((budget, 0))
         self.ring = np.zeros(2, dtype=np.intp)
@@ -346,8 +351,7 @@ class NormaStream:
 
     def add_output(self):
         """One more output (a new label), zero everywhere until trained."""
-        self.coef = np.ascontiguousarray(
-            np.hstack([self.coef, np.zeros((self.coef.shape[0], 1))]))
+        self.coef = _with_zero_column(self.coef)
 
     def outputs(self, Z):
         """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
@@ -401,15 +405,14 @@ class LinearStream:
     """
 
     def __init__(self, n_features, eta0, alpha, loss):
-        self.loss = _margin_loss(NormaClassifier(eta0=eta0, alpha=alpha, loss=loss))
-        self.eta, self.shrink = float(eta0), 1.0 - float(eta0) * float(alpha)
+        self.loss, self.eta, self.shrink = _stream_step(
+            NormaClassifier(eta0=eta0, alpha=alpha, loss=loss))
         self.weights = np.zeros((n_features, 0))
         self.intercept = np.zeros(0)
 
     def add_output(self):
         """One more output (a new label), zero until trained."""
-        self.weights = np.ascontiguousarray(
-            np.hstack([self.weights, np.zeros((self.weights.shape[0], 1))]))
+        self.weights = _with_zero_column(self.weights)
         self.intercept = np.append(self.intercept, 0.0)
 
     def outputs(self, Z):

@@ -251,12 +251,12 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.integrations.river needs River: pip install river") from exc
 
-from onlinekernel.core.running import welford_step
+from onlinekernel.core.running import inverse_std, welford_step
 from onlinekernel.estimators import (
     DRIFT_REACTIONS, DSGClassifier, DSGRegressor, LinearStream, NormaStream, probabilities)
 
 __all__ = ["DEFAULT_EXPERTS", "RiverClassifier", "RiverMultiKernelClassifier",
-           "RiverNormaClassifier", "RiverRegressor"]
+           "RiverNormaClassifier", "RiverRegressor", "hedge_weights"]
 
 # What predictions read, published as one object: feature order and index,
 # standardisation, labels (classifier) or target offset (regressor), model.
@@ -287,12 +287,6 @@ _RECENT = 50
 
 # value types the one-row conversion takes as they are (see _DSGAdapter._raw_row)
 _FAST_TYPES = frozenset((float, int, np.float64, np.float32, np.int64))
-
-
-def _inv_std(center, std):
-    """``1 / std`` per feature; 1 for a feature constant up to rounding (only centred)."""
-    ok = std > 1e-12 * (1.0 + np.abs(center))
-    return np.where(ok, 1.0 / np.where(ok, std, 1.0), 1.0)
 
 
 def _sorted_keys(keys):
@@ -521,7 +515,7 @@ class _DSGAdapter(_Locked):
                 X[i, index[k]] = v
         if self.standardize:
             center = X.mean(axis=0)
-            inv_scale = _inv_std(center, X.std(axis=0))
+            inv_scale = inverse_std(center, X.std(axis=0))
         else:
             center, inv_scale = np.zeros(len(features)), np.ones(len(features))
         Z = (X - center) * inv_scale
@@ -738,7 +732,7 @@ class _DSGAdapter(_Locked):
             st["mean"] = mean + delta * (k / total)
             st["m2"] = m2 + ((R - mean_r) ** 2).sum(axis=0) + delta ** 2 * (n * k / total)
             st["n"] = total
-            inv_std = st["inv_std"] = _inv_std(st["mean"], np.sqrt(st["m2"] / total))
+            inv_std = st["inv_std"] = inverse_std(st["mean"], np.sqrt(st["m2"] / total))
             center = st["mean"]
         else:
             center = self._view.center
@@ -1346,6 +1340,19 @@ DEFAULT_EXPERTS = (
 _LINEAR_DEFAULTS = {"eta0": 0.01, "alpha": 0.0, "loss": "logistic"}
 
 
+def hedge_weights(mistakes, learning_rate):
+    """Hedge's shares of the vote: ``exp(-learning_rate * L)`` normalised, one per expert's
+    (discounted) mistake count ``L``; Python floats (a few experts: cheaper than numpy).
+
+    >>> [round(w, 3) for w in hedge_weights([0.0, 1.0, 5.0], 1.0)]
+    [0.727, 0.268, 0.005]
+    """
+    least = min(mistakes)
+    w = [math.exp(-learning_rate * (m - least)) for m in mistakes]
+    total = math.fsum(w)
+    return [v / total for v in w]
+
+
 def _expert(spec, d):
     """The stream model of the expert ``spec`` (a dict) for ``d`` inputs; a named error."""
     if not isinstance(spec, dict):
@@ -1429,14 +1436,7 @@ class RiverMultiKernelClassifier(_PreparedRowsClassifier):
     def _reset(self):
         super()._reset()
         self._mistakes = [0.0] * len(self.experts)  # discounted, one per expert
-        self._weights = self._vote_weights()
-
-    def _vote_weights(self):
-        # a few experts: Python floats cost less than numpy's calls
-        least, rate = min(self._mistakes), self.learning_rate
-        w = [math.exp(-rate * (m - least)) for m in self._mistakes]
-        total = math.fsum(w)
-        return [v / total for v in w]
+        self._weights = hedge_weights(self._mistakes, self.learning_rate)
 
     @property
     def weights_(self):
@@ -1452,7 +1452,7 @@ class RiverMultiKernelClassifier(_PreparedRowsClassifier):
         decay = self.decay
         self._mistakes = [decay * m + (new or f.argmax() != i)
                           for m, f in zip(self._mistakes, outputs)]
-        self._weights = self._vote_weights()
+        self._weights = hedge_weights(self._mistakes, self.learning_rate)
         super()._step(Z, i, outputs, new)
 
     def predict_proba_one(self, x):

@@ -266,13 +266,13 @@ class _Preconditioner:
             Phi, d = free, np.full(free.shape[0], total / free.shape[0])
         elif size >= n or not total > 0:
             rows, d = np.arange(n), h
-            Phi = problem.features.rows(rows[:_chunk(problem.M)])  # the rest below
         else:
             # rows drawn in proportion to their curvature (importance sampling),
             # so the few rows that carry the Hessian near the optimum are in it;
             # each drawn row stands for total / size of it
             rows, counts = np.unique(rng.choice(n, size=size, p=h / total), return_counts=True)
             d = counts * (total / size)
+        if rows is not None:
             Phi = problem.features.rows(rows[:_chunk(problem.M)])  # the rest below
         M = problem.M
         # float32 products, factor and solves are twice as fast (half the

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from onlinekernel.core.running import welford_step
+from onlinekernel.core.running import read_row, standardised_row, welford_step
 
 
 def test_welford_step_is_numpys_update_bit_for_bit():
@@ -32,3 +32,41 @@ def test_welford_step_names_bad_shapes_and_counts():
         welford_step(np.zeros(3), z.copy(), z.copy(), 1, z.copy())
     with pytest.raises(ValueError, match="n counts the samples"):
         welford_step(z.copy(), z.copy(), z.copy(), 0, z.copy())
+
+
+_PLAIN = frozenset((float, int, np.float64, np.float32))
+
+
+@pytest.mark.parametrize("x, plain, expected", [
+    ({"a": 1, "b": 2.5, "c": np.float32(0.25)}, True, [1.0, 2.5, 0.25]),
+    ({"b": np.float64(-1e300), "zz": "not read"}, True, [0.0, -1e300, 0.0]),  # missing: 0.0
+    ({"a": None}, False, None),
+    ({"b": float("nan")}, False, None),
+    ({"c": float("-inf")}, False, None),
+    ({"a": True}, False, None),  # a bool is not a number here: the checked path decides
+    ({"a": "1.0"}, False, None),
+    ({"a": 10 ** 400}, False, None),  # an int beyond a float's range
+])
+def test_read_row_reads_plain_numbers_and_declines_anything_else(x, plain, expected):
+    row = np.full(3, 7.0)
+    assert read_row(x, ("a", "b", "c"), _PLAIN, row) is plain
+    if plain:
+        assert row.tolist() == expected
+
+
+def test_read_row_takes_any_mapping_and_names_a_bad_shape():
+    from types import MappingProxyType
+    row = np.empty(2)
+    assert read_row(MappingProxyType({"b": 3}), ("a", "b"), _PLAIN, row)
+    assert row.tolist() == [0.0, 3.0]
+    with pytest.raises(ValueError, match="a row of 2 values for 3 features"):
+        read_row({}, ("a", "b", "c"), _PLAIN, row)
+
+
+def test_standardised_row_is_numpys_bits():
+    rng = np.random.default_rng(1)
+    row, center, scale = rng.normal(size=(3, 17)) * [[1.0], [1e3], [1e-3]]
+    z = standardised_row(row, center, scale)
+    assert z.shape == (1, 17) and z.tobytes() == ((row - center) * scale)[None, :].tobytes()
+    with pytest.raises(ValueError, match="a row of 17 values against 16 centres"):
+        standardised_row(row, center[:16], scale)

@@ -10,7 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from onlinekernel import Loss, NormaClassifier, get_feature_map, get_loss
 from onlinekernel.estimators import LinearStream
 from onlinekernel.losses.base import as_cy_loss
-from onlinekernel.solvers.norma import norma_outputs, norma_steps
+from onlinekernel.estimators import NormaStream
+from onlinekernel.solvers.norma import NormaRows, norma_outputs, norma_steps
 
 
 def _ring(n, seed=0):
@@ -62,6 +63,50 @@ def test_steps_are_norma(loss_name, n_out):
     order = np.roll(np.arange(budget), -ring[1])
     np.testing.assert_array_equal(C[order], ref_C)
     np.testing.assert_allclose(A[order], ref_A, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern"])
+def test_one_row_calls_are_the_loops_bits(kernel):
+    # NormaRows (bound views, the stream's path) against norma_outputs / norma_steps;
+    # matern has no compiled kernel row: the Python kernel's path
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 3))
+    Y = np.where(rng.random((60, 2)) < 0.5, 1.0, -1.0)
+    fmap = get_feature_map(kernel, gamma=0.7).bind(3)
+    loss = as_cy_loss(get_loss("hinge"))
+    arrays = [(np.zeros((9, 3)), np.zeros((9, 2)), np.zeros(2, np.intp)) for _ in range(2)]
+    (C, A, ring), (C1, A1, ring1) = arrays
+    rows = NormaRows(fmap, C1, A1, ring1, loss, 0.5, 0.99)
+    for i in range(len(X)):
+        ref = norma_outputs(fmap, fmap.kernel, C, A, int(ring[0]), X[i:i + 1])[0]
+        out = rows.outputs(X[i:i + 1])
+        assert out.tobytes() == ref.tobytes()
+        norma_steps(fmap, fmap.kernel, C, A, ring, X[i:i + 1], Y[i:i + 1], loss, 0.5, 0.99)
+        rows.learn(X[i:i + 1], Y[i:i + 1], out if i % 2 else None)
+        assert C.tobytes() == C1.tobytes() and A.tobytes() == A1.tobytes()
+    assert ring.tolist() == ring1.tolist() == [9, 60 % 9]
+    with pytest.raises(ValueError, match="one row of 3 inputs expected, got 2 x 3"):
+        rows.outputs(X[:2])
+    with pytest.raises(ValueError, match="1 outputs given for a model of 2"):
+        rows.learn(X[:1], Y[:1], np.zeros(1))
+    assert C.tobytes() == C1.tobytes() and A.tobytes() == A1.tobytes()  # refused: unchanged
+
+
+def test_a_stream_binds_its_calls_to_its_own_arrays():
+    X, y = _ring(40)
+    a = NormaStream("gaussian", 0.5, 2, 16, 1.0, 1e-3, "hinge")
+    a.add_output()
+    for i in range(20):
+        a.learn(X[i:i + 1], np.array([[2.0 * y[i] - 1.0]]))
+    b = pickle.loads(pickle.dumps(a))  # the bound calls are not pickled: b binds its own
+    assert "_calls" in a.__dict__ and "_calls" not in b.__dict__
+    for m in (a, b):
+        m.add_output()  # a new coefficient array: bound again
+        for i in range(20, 40):
+            m.learn(X[i:i + 1], np.array([[2.0 * y[i] - 1.0, 1.0 - 2.0 * y[i]]]))
+    assert a.coef is not b.coef and np.array_equal(a.coef, b.coef)
+    assert np.array_equal(a.centers, b.centers) and a.n_support == b.n_support == 16
+    assert a.outputs(X[:1]).tobytes() == b.outputs(X[:1]).tobytes()
 
 
 def test_hinge_stores_only_rows_inside_the_margin():
@@ -297,6 +342,13 @@ def test_linear_stream_takes_known_outputs_and_names_bad_parameters():
     assert np.array_equal(again.outputs(X[:1]), a.outputs(X[:1]))
     with pytest.raises(ValueError, match="against a row of 3 inputs"):
         a.learn(np.zeros((1, 3)), np.ones((1, 1)), np.zeros(1))
+    with pytest.raises(ValueError, match="2 outputs given for a model of 1"):
+        a.learn(np.zeros((1, 2)), np.ones((1, 1)), np.zeros(2))
+    assert np.array_equal(a.weights, b.weights)  # refused: unchanged
+    # outputs sum the inputs in order (not a BLAS product's machine-dependent order)
+    z = np.array([[0.1, -3.0]])
+    assert a.outputs(z)[0] == (0.0 + 0.1 * a.weights[0, 0] + -3.0 * a.weights[1, 0]
+                               + a.intercept[0])
     with pytest.raises(ValueError, match="margin targets"):
         LinearStream(2, eta0=0.1, alpha=0.0, loss="multinomial")
     with pytest.raises(ValueError, match="eta0"):

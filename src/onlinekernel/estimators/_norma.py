@@ -29,7 +29,7 @@ from onlinekernel.estimators._constraints import Int, Real
 from onlinekernel.estimators._stored import StoredRows, check_gamma, exact_kernel, transaction
 from onlinekernel.featuremaps.base import as_cy_feature_map
 from onlinekernel.losses.base import as_cy_loss
-from onlinekernel.solvers.norma import linear_step, norma_outputs, norma_steps
+from onlinekernel.solvers.norma import LinearRows, NormaRows, norma_outputs, norma_steps
 
 __all__ = ["LinearStream", "NormaClassifier", "NormaStream"]
 
@@ -319,7 +319,32 @@ def _with_zero_column(A):
     return np.ascontiguousarray(np.hstack([A, np.zeros((A.shape[0], 1))]))
 
 
-class NormaStream:
+class _RowModel:
+    """What the stream models share: their compiled one-row calls (``_calls``), bound to
+    their arrays when first needed -- and again when an array is replaced (a new label)
+    -- and never pickled or copied (a copy binds its own arrays)."""
+
+    _calls = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_calls", None)
+        return state
+
+    def outputs(self, Z):
+        """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
+        return self._bound().outputs(Z)
+
+    def learn(self, Z, Y, outputs=None):
+        """One step on the row ``Z`` with margin targets ``Y`` (``(1, K)``), in place.
+
+        ``outputs``: the row's outputs under the model as it is (from
+        :meth:`outputs`), not computed again.
+        """
+        self._bound().learn(Z, Y, outputs)
+
+
+class NormaStream(_RowModel):
     """A NORMA model fed one prepared row at a time: the arrays and the compiled calls.
 
     For a caller that validates and standardises its rows itself and may
@@ -353,25 +378,16 @@ class NormaStream:
         """One more output (a new label), zero everywhere until trained."""
         self.coef = _with_zero_column(self.coef)
 
-    def outputs(self, Z):
-        """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
-        return norma_outputs(self.kernel, self.kernel.kernel, self.centers, self.coef,
-                             self.n_support, Z)[0]
-
-    def learn(self, Z, Y, outputs=None):
-        """One step on the row ``Z`` with margin targets ``Y`` (``(1, K)``), in place.
-
-        ``outputs``: the row's outputs under the model as it is (from
-        :meth:`outputs`), not computed again.
-        """
-        raw = np.empty((1, self.coef.shape[1]))
-        if outputs is not None:
-            raw[0] = outputs
-        norma_steps(self.kernel, self.kernel.kernel, self.centers, self.coef, self.ring, Z, Y,
-                    self.loss, self.eta, self.shrink, raw, outputs is not None)
+    def _bound(self):
+        calls = self._calls
+        if (calls is None or calls.coef is not self.coef or calls.centers is not self.centers
+                or calls.ring is not self.ring):
+            calls = self._calls = NormaRows(self.kernel, self.centers, self.coef, self.ring,
+                                            self.loss, self.eta, self.shrink)
+        return calls
 
 
-class LinearStream:
+class LinearStream(_RowModel):
     """NORMA with the linear kernel, fed one prepared row at a time: the expansion as weights.
 
     With ``k(x, x') = <x, x'>`` the expansion ``sum_j a_j <c_j, x>`` is
@@ -415,15 +431,10 @@ class LinearStream:
         self.weights = _with_zero_column(self.weights)
         self.intercept = np.append(self.intercept, 0.0)
 
-    def outputs(self, Z):
-        """``f(z)`` of one standardised row ``Z`` (shape ``(1, d)``): ``(K,)`` values."""
-        return Z[0] @ self.weights + self.intercept
-
-    def learn(self, Z, Y, outputs=None):
-        """One step on the row ``Z`` with margin targets ``Y`` (``(1, K)``), in place.
-
-        ``outputs``: the row's outputs under the model as it is (from
-        :meth:`outputs`), not computed again.
-        """
-        raw = self.outputs(Z) if outputs is None else outputs
-        linear_step(self.weights, self.intercept, Z, Y, self.loss, self.eta, self.shrink, raw)
+    def _bound(self):
+        calls = self._calls
+        if (calls is None or calls.weights is not self.weights
+                or calls.intercept is not self.intercept):
+            calls = self._calls = LinearRows(self.weights, self.intercept, self.loss, self.eta,
+                                             self.shrink)
+        return calls

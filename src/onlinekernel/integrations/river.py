@@ -241,7 +241,6 @@ import math
 import numbers
 import threading
 from collections import namedtuple
-from itertools import repeat
 
 import numpy as np
 from sklearn.base import clone as _sk_clone
@@ -251,7 +250,8 @@ try:
 except ImportError as exc:  # pragma: no cover - the tests run with River installed
     raise ImportError("onlinekernel.integrations.river needs River: pip install river") from exc
 
-from onlinekernel.core.running import inverse_std, welford_step
+from onlinekernel.core.running import (
+    inverse_std, read_row, standardised_row, welford_step)
 from onlinekernel.estimators import (
     DRIFT_REACTIONS, DSGClassifier, DSGRegressor, LinearStream, NormaStream, probabilities)
 
@@ -454,18 +454,16 @@ class _DSGAdapter(_Locked):
     def _raw_row(x, view):
         """The model's inputs of the dict ``x``, before standardisation (float64, 1-d).
 
-        The values are read in the model's feature order by one C-level
-        pass (``map``); when all are floats or ints and finite they are the
-        row.  Anything else -- a missing value, ``None``, NaN, a bool, a
-        string, an infinite value -- takes the checked conversion, which
-        counts missing values as 0.0 and names a bad one.
+        The values are read in the model's feature order by one compiled
+        pass (:func:`~onlinekernel.core.running.read_row`); when all are
+        floats or ints and finite they are the row.  Anything else -- ``None``,
+        NaN, a bool, a string, an infinite value -- takes the checked
+        conversion, which counts missing values as 0.0 and names a bad one.
         """
-        values = list(map(x.get, view.features, repeat(0.0, len(view.features))))
-        if _FAST_TYPES.issuperset(map(type, values)):
-            row = np.array(values, dtype=np.float64)
-            if np.isfinite(row).all():
-                return row
-        row = np.zeros(len(view.features))
+        row = np.empty(len(view.features))
+        if read_row(x, view.features, _FAST_TYPES, row):
+            return row
+        row[:] = 0.0
         index = view.index
         for k, v in x.items():
             j = index.get(k)
@@ -1163,7 +1161,7 @@ class _PreparedRowsClassifier(_Locked, _river_base.Classifier):
         """The row of the dict ``x``, and it standardised by the statistics of the samples
         learned before (shape ``(1, d)``)."""
         row = _DSGAdapter._raw_row(x, self._view)
-        return row, ((row - self._mean) * self._scale)[None, :]
+        return row, standardised_row(row, self._mean, self._scale)
 
     def learn_one(self, x, y):
         """Learn one sample: one step of the model(s) on it, then of the statistics."""

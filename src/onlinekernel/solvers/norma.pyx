@@ -18,10 +18,17 @@ over the stored rows in storage order, so one row's prediction is the same
 bits alone or in a batch.  Kernel values come from the map's compiled
 ``kernel_row`` (Gaussian, Laplacian), else from its Python ``kernel(X, Y)``;
 the solver knows the map and loss protocols only.
+
+A stream that learns one row at a time calls :class:`NormaRows` (and
+:class:`LinearRows`, the linear kernel's form): the same arithmetic, with
+the arrays' views taken once instead of at every call.
 """
 import numpy as np
+cimport numpy as cnp
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.losses.base cimport CyLoss
+
+cnp.import_array()
 
 
 cdef void _outputs(CyFeatureMap fmap, object kernel, object centres, const double[:, ::1] C,
@@ -46,6 +53,32 @@ cdef void _outputs(CyFeatureMap fmap, object kernel, object centres, const doubl
         kj = kbuf[j]
         for c in range(K):
             out[c] += kj * A[j, c]
+
+
+cdef void _step(CyLoss loss, double eta, double shrink, double[:, ::1] C, double[:, ::1] A,
+                Py_ssize_t* filled, Py_ssize_t* nxt, const double* x, const double* y,
+                Py_ssize_t m, const double* u, double* g) except *:
+    """Steps 2-3 on the row ``x`` (targets ``y``, outputs ``u`` before the step; ``g``
+    receives the gradient): the ring's ``filled`` and ``nxt`` move in place."""
+    cdef Py_ssize_t j, c, budget = C.shape[0], d = C.shape[1], K = A.shape[1]
+    cdef bint store = False
+    # batch_gradient of one row: a Python loss's adapter implements it, not row_gradient
+    loss.batch_gradient(y, m, u, 1, K, g)
+    if shrink != 1.0:
+        for j in range(filled[0]):
+            for c in range(K):
+                A[j, c] *= shrink
+    for c in range(K):
+        if g[c] != 0.0:
+            store = True
+    if store:
+        for j in range(d):
+            C[nxt[0], j] = x[j]
+        for c in range(K):
+            A[nxt[0], c] = -eta * g[c]
+        nxt[0] = (nxt[0] + 1) % budget
+        if filled[0] < budget:
+            filled[0] += 1
 
 
 def norma_outputs(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t filled, X):
@@ -96,10 +129,9 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     cdef double[:, ::1] A = coef
     cdef const double[:, ::1] Xv = X
     cdef const double[:, ::1] Yv = Y
-    cdef Py_ssize_t budget = C.shape[0], d = C.shape[1], K = A.shape[1], m = Yv.shape[1]
-    cdef Py_ssize_t i, j, c, n = Xv.shape[0]
+    cdef Py_ssize_t budget = C.shape[0], K = A.shape[1], m = Yv.shape[1]
+    cdef Py_ssize_t i, n = Xv.shape[0]
     cdef Py_ssize_t filled = ring[0], nxt = ring[1]
-    cdef bint store
     if raw is None:
         raw = np.empty((n, K), dtype=np.float64)
     cdef double[:, ::1] U = raw
@@ -108,46 +140,164 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     for i in range(n):
         if i > 0 or not first_known:
             _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], kbuf, &U[i, 0])
-        # batch_gradient of one row: a Python loss's adapter implements it, not row_gradient
-        loss.batch_gradient(&Yv[i, 0], m, &U[i, 0], 1, K, &g[0])
-        if shrink != 1.0:
-            for j in range(filled):
-                for c in range(K):
-                    A[j, c] *= shrink
-        store = False
-        for c in range(K):
-            if g[c] != 0.0:
-                store = True
-        if store:
-            for j in range(d):
-                C[nxt, j] = Xv[i, j]
-            for c in range(K):
-                A[nxt, c] = -eta * g[c]
-            nxt = (nxt + 1) % budget
-            if filled < budget:
-                filled += 1
+        _step(loss, eta, shrink, C, A, &filled, &nxt, &Xv[i, 0], &Yv[i, 0], m, &U[i, 0], &g[0])
     ring[0], ring[1] = filled, nxt
     return raw
 
 
-def linear_step(double[:, ::1] W, double[::1] b, const double[:, ::1] Z, const double[:, ::1] Y,
-                CyLoss loss, double eta, double shrink, const double[::1] raw):
-    """One step of NORMA's linear-kernel form on the row ``Z[0]``, in place.
+cdef class NormaRows:
+    """A NORMA model's one-row calls, bound to its arrays: :func:`norma_outputs` and
+    :func:`norma_steps` on one row, with the same bits.
 
-    ``W`` (``(d, K)``) becomes ``shrink * W - eta * z g^T`` and ``b``
-    (``(K,)``) ``b - eta * g``, ``g`` the loss's gradient at the row's
-    outputs ``raw`` against its targets ``Y[0]`` (one compiled call where
-    numpy would take five).
+    For a stream fed one prepared row at a time (the River classifiers):
+    the array views and scratch buffers are taken once here rather than at
+    every call, which at a row's cost of a few microseconds is most of it.
+    The arrays are shared, not copied: a step changes them in place.
+    Bound to ``coef`` as it is; a model that adds an output makes a new
+    ``coef``, and binds again.
+
+    Parameters
+    ----------
+    fmap : CyFeatureMap
+        The kernel's map, bound to ``centers.shape[1]`` inputs.
+    centers, coef, ring : ndarray
+        As :func:`norma_steps` takes them.
+    loss, eta, shrink
+        As :func:`norma_steps` takes them.
     """
-    cdef Py_ssize_t d = W.shape[0], K = W.shape[1], j, c
-    if Z.shape[0] < 1 or Z.shape[1] != d or Y.shape[0] < 1 or b.shape[0] != K or raw.shape[0] != K:
-        raise ValueError(f"linear_step: weights {W.shape[0]} x {W.shape[1]} against a row of "
-                         f"{Z.shape[1]} inputs, {b.shape[0]} intercepts, {raw.shape[0]} outputs")
-    cdef double[::1] g = np.empty(K, dtype=np.float64)
-    loss.batch_gradient(&Y[0, 0], Y.shape[1], &raw[0], 1, K, &g[0])
-    for c in range(K):
-        g[c] = eta * g[c]
-        b[c] -= g[c]
-    for j in range(d):
+    cdef CyFeatureMap fmap
+    cdef object kernel
+    cdef readonly object centers, coef, ring
+    cdef double[:, ::1] C, A
+    cdef Py_ssize_t[::1] R
+    cdef double[::1] kbuf, g, u
+    cdef CyLoss loss
+    cdef double eta, shrink
+
+    def __init__(self, CyFeatureMap fmap, centers, coef, ring, CyLoss loss, double eta,
+                 double shrink):
+        self.C, self.A, self.R = centers, coef, ring
+        if self.A.shape[0] != self.C.shape[0] or self.R.shape[0] != 2:
+            raise ValueError(f"{self.C.shape[0]} centres against {self.A.shape[0]} rows of "
+                             f"coefficients and a ring of {self.R.shape[0]}")
+        self.fmap, self.kernel = fmap, fmap.kernel
+        self.centers, self.coef, self.ring = centers, coef, ring
+        self.loss, self.eta, self.shrink = loss, eta, shrink
+        self.kbuf = np.empty(max(1, self.C.shape[0]), dtype=np.float64)
+        self.g = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
+        self.u = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
+
+    cdef const double[:, ::1] _row(self, Z) except *:
+        cdef const double[:, ::1] z = Z
+        if z.shape[0] != 1 or z.shape[1] != self.C.shape[1]:
+            raise ValueError(f"one row of {self.C.shape[1]} inputs expected, got "
+                             f"{z.shape[0]} x {z.shape[1]}")
+        return z
+
+    def outputs(self, Z):
+        """``f(z)`` of the one row ``Z`` (float64, ``(1, d)``): a new ``(K,)`` array."""
+        cdef const double[:, ::1] z = self._row(Z)
+        cdef cnp.npy_intp K = self.A.shape[1]
+        out = cnp.PyArray_EMPTY(1, &K, cnp.NPY_FLOAT64, 0)
+        _outputs(self.fmap, self.kernel, self.centers, self.C, self.A, self.R[0], Z, 0,
+                 &z[0, 0], self.kbuf, <double*>cnp.PyArray_DATA(out))
+        return out
+
+    def learn(self, Z, Y, raw=None):
+        """One step on the row ``Z`` with targets ``Y`` (``(1, m)``), in place; ``raw``:
+        the row's outputs under the model as it is, else computed."""
+        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] y = Y
+        cdef const double[::1] given
+        cdef Py_ssize_t c, K = self.A.shape[1], filled = self.R[0], nxt = self.R[1]
+        if y.shape[0] != 1:
+            raise ValueError(f"targets of one row expected, got {y.shape[0]}")
+        if raw is None:
+            _outputs(self.fmap, self.kernel, self.centers, self.C, self.A, filled, Z, 0,
+                     &z[0, 0], self.kbuf, &self.u[0])
+        else:
+            given = raw
+            if given.shape[0] != K:
+                raise ValueError(f"{given.shape[0]} outputs given for a model of {K}")
+            for c in range(K):
+                self.u[c] = given[c]
+        _step(self.loss, self.eta, self.shrink, self.C, self.A, &filled, &nxt, &z[0, 0],
+              &y[0, 0], y.shape[1], &self.u[0], &self.g[0])
+        self.R[0], self.R[1] = filled, nxt
+
+
+cdef class LinearRows:
+    """NORMA's linear-kernel form on one row at a time, bound to its weights and intercepts.
+
+    ``f(z) = z W + b``, summed over the inputs in order (the same bits on
+    every machine, where a BLAS product's order depends on the CPU); a
+    step makes ``W`` ``shrink * W - eta * z g^T`` and ``b`` ``b - eta * g``,
+    ``g`` the loss's gradient at the row's outputs.  Shared arrays,
+    changed in place; bound to ``W`` (``(d, K)``) and ``b`` (``(K,)``) as
+    they are.
+    """
+    cdef readonly object weights, intercept
+    cdef double[:, ::1] W
+    cdef double[::1] b, g, u
+    cdef CyLoss loss
+    cdef double eta, shrink
+
+    def __init__(self, weights, intercept, CyLoss loss, double eta, double shrink):
+        self.W, self.b = weights, intercept
+        if self.b.shape[0] != self.W.shape[1]:
+            raise ValueError(f"{self.W.shape[1]} outputs of weights against "
+                             f"{self.b.shape[0]} intercepts")
+        self.weights, self.intercept = weights, intercept
+        self.loss, self.eta, self.shrink = loss, eta, shrink
+        self.g = np.empty(max(1, self.W.shape[1]), dtype=np.float64)
+        self.u = np.empty(max(1, self.W.shape[1]), dtype=np.float64)
+
+    cdef const double[:, ::1] _row(self, Z) except *:
+        cdef const double[:, ::1] z = Z
+        if z.shape[0] != 1 or z.shape[1] != self.W.shape[0]:
+            raise ValueError(f"weights {self.W.shape[0]} x {self.W.shape[1]} against a row "
+                             f"of {z.shape[1]} inputs ({z.shape[0]} rows)")
+        return z
+
+    cdef void _outputs(self, const double* z, double* out) noexcept nogil:
+        cdef Py_ssize_t j, c, d = self.W.shape[0], K = self.W.shape[1]
         for c in range(K):
-            W[j, c] = shrink * W[j, c] - Z[0, j] * g[c]
+            out[c] = 0.0
+        for j in range(d):
+            for c in range(K):
+                out[c] += z[j] * self.W[j, c]
+        for c in range(K):
+            out[c] += self.b[c]
+
+    def outputs(self, Z):
+        """``f(z)`` of the one row ``Z`` (float64, ``(1, d)``): a new ``(K,)`` array."""
+        cdef const double[:, ::1] z = self._row(Z)
+        cdef cnp.npy_intp K = self.W.shape[1]
+        out = cnp.PyArray_EMPTY(1, &K, cnp.NPY_FLOAT64, 0)
+        self._outputs(&z[0, 0], <double*>cnp.PyArray_DATA(out))
+        return out
+
+    def learn(self, Z, Y, raw=None):
+        """One step on the row ``Z`` with targets ``Y`` (``(1, m)``), in place; ``raw``:
+        the row's outputs under the model as it is, else computed."""
+        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] y = Y
+        cdef const double[::1] given
+        cdef Py_ssize_t d = self.W.shape[0], K = self.W.shape[1], j, c
+        if y.shape[0] != 1:
+            raise ValueError(f"targets of one row expected, got {y.shape[0]}")
+        if raw is None:
+            self._outputs(&z[0, 0], &self.u[0])
+        else:
+            given = raw
+            if given.shape[0] != K:
+                raise ValueError(f"{given.shape[0]} outputs given for a model of {K}")
+            for c in range(K):
+                self.u[c] = given[c]
+        self.loss.batch_gradient(&y[0, 0], y.shape[1], &self.u[0], 1, K, &self.g[0])
+        for c in range(K):
+            self.g[c] = self.eta * self.g[c]
+            self.b[c] -= self.g[c]
+        for j in range(d):
+            for c in range(K):
+                self.W[j, c] = self.shrink * self.W[j, c] - z[0, j] * self.g[c]

@@ -97,6 +97,26 @@ def test_an_unknown_label_is_refused_and_leaves_the_model_unchanged():
     assert pickle.dumps(reg) == before
 
 
+@pytest.mark.parametrize("classes, loss", [
+    ([0, 1], "logistic"), ([False, True], "hinge"),  # one margin column
+    ([2, 5, 9], "hinge"),                             # a margin column per class
+    ([2, 5, 9], "multinomial"),                       # class indices
+])
+def test_one_label_is_encoded_as_in_a_batch(classes, loss):
+    from onlinekernel import get_loss
+    from onlinekernel.estimators._classifier import fast_labels
+    classes, loss = np.array(classes), get_loss(loss)
+    if len(classes) > 2:
+        loss = loss.multiclass_loss()
+    y = np.array([classes[i] for i in (0, 2, 1, 1, 0, 2) if i < len(classes)])
+    batch = DSGClassifier._encode(classes, loss, y)[0]
+    for i in range(len(y)):
+        one = fast_labels(classes, loss, y[i:i + 1])
+        assert one.tobytes() == batch[i:i + 1].tobytes() and one.flags.writeable
+    assert fast_labels(classes, loss, np.array([7])) is None  # unknown: full validation
+    assert fast_labels(classes, loss, y[:1].astype(float)) is None  # another kind: the same
+
+
 def test_parameters_changed_after_a_step_are_validated_again():
     clf, X, y = _fitted()
     clf.partial_fit(X[:1], y[:1])

@@ -509,16 +509,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             raise ValueError(f"labels {np.unique(y[bad]).tolist()} are not among the classes "
                              f"{classes.tolist()} of the model (fixed by the first call to "
                              f"partial_fit, or by fit when warm_start=True)")
-        n_classes = classes.shape[0]
-        if loss.target_encoding == "class_index":
-            Y, K = idx.astype(np.float64)[:, None], n_classes
-        elif n_classes == 2:
-            Y, K = np.where(idx == 1, 1.0, -1.0)[:, None], 1
-        else:
-            Y = -np.ones((idx.shape[0], n_classes))
-            Y[np.arange(idx.shape[0]), idx] = 1.0
-            K = n_classes
-        return np.ascontiguousarray(Y), K
+        return _label_targets(idx, classes.shape[0], loss.target_encoding)
 
     def _validation_error(self, loss, Y, U, sw):
         """``(weighted error rate, weighted mean loss)`` of raw outputs ``U`` on targets ``Y``.
@@ -681,7 +672,37 @@ def fast_labels(classes, loss, y):
     """
     if y.dtype.kind != classes.dtype.kind or y.dtype.kind not in "iub":
         return None
+    if y.shape[0] == 1:
+        # one row (a stream's call): its class by one look-up, not five numpy calls
+        try:
+            i = classes.tolist().index(y.item())
+        except ValueError:
+            return None  # not a class: the full validation names it
+        return _label_targets(slice(i, i + 1), classes.shape[0], loss.target_encoding)[0]
     return DSGClassifier._encode(classes, loss, y)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _target_table(n_classes, encoding):
+    """Row ``i``: the loss's targets of class ``i`` (read-only, shared)."""
+    if encoding == "class_index":
+        table = np.arange(n_classes, dtype=np.float64)[:, None]
+    elif n_classes == 2:
+        table = np.array([[-1.0], [1.0]])
+    else:
+        table = 2.0 * np.eye(n_classes) - 1.0
+    table.setflags(write=False)
+    return table
+
+
+def _label_targets(idx, n_classes, encoding):
+    """The targets (a new C-contiguous array) of the class indices ``idx`` (an array, or a
+    slice) under the loss's ``encoding`` -- class indices, or +-1 margins (one column for
+    two classes, one per class otherwise) -- and the number of outputs."""
+    table = _target_table(n_classes, encoding)
+    # a slice is a view of the shared table: copied (numpy's fancy indexing copies already)
+    Y = table[idx].copy() if isinstance(idx, slice) else table[idx]
+    return Y, (1 if n_classes == 2 and encoding != "class_index" else n_classes)
 
 
 def _encoded(classes, loss, y):

@@ -130,6 +130,8 @@ _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
 
 def check_dtype(value):
     """The numpy dtype of a ``dtype`` parameter: "float32" or "float64" (or their numpy types)."""
+    if type(value) is str and value in _DTYPES:  # the usual spelling: a look-up (every call)
+        return _DTYPES[value]
     try:
         dt = np.dtype(value)
     except TypeError:

@@ -25,6 +25,7 @@ the arrays' views taken once instead of at every call.
 """
 import numpy as np
 cimport numpy as cnp
+from libc.stdlib cimport free, malloc
 from onlinekernel.featuremaps.base cimport CyFeatureMap
 from onlinekernel.losses.base cimport CyLoss
 
@@ -33,8 +34,9 @@ cnp.import_array()
 
 cdef void _outputs(CyFeatureMap fmap, object kernel, object centres, const double[:, ::1] C,
                    const double[:, ::1] A, Py_ssize_t filled, object X, Py_ssize_t i,
-                   const double* x, double[::1] kbuf, double* out) except *:
-    """``out = f(x)`` (``A.shape[1]`` values) for row ``i`` of ``X`` (``x`` its values)."""
+                   const double* x, double* kbuf, double* out) except *:
+    """``out = f(x)`` (``A.shape[1]`` values) for row ``i`` of ``X`` (``x`` its values;
+    ``kbuf``: room for ``filled`` kernel values)."""
     cdef Py_ssize_t j, c, K = A.shape[1]
     cdef double kj
     cdef const double[::1] values
@@ -42,13 +44,14 @@ cdef void _outputs(CyFeatureMap fmap, object kernel, object centres, const doubl
         out[c] = 0.0
     if filled == 0:
         return
-    if fmap.kernel_row(&C[0, 0], filled, x, &kbuf[0]) != 0:
+    if fmap.kernel_row(&C[0, 0], filled, x, kbuf) != 0:
         values = np.ascontiguousarray(kernel(centres[:filled], X[i:i + 1]),
                                       dtype=np.float64).reshape(-1)
         if values.shape[0] != filled:
             raise ValueError(f"the kernel of {fmap!r} returned {values.shape[0]} values for "
                              f"{filled} rows against one")
-        kbuf[:filled] = values
+        for j in range(filled):
+            kbuf[j] = values[j]
     for j in range(filled):
         kj = kbuf[j]
         for c in range(K):
@@ -91,7 +94,7 @@ def norma_outputs(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t filled, X
     cdef double[:, ::1] o = out
     cdef double[::1] kbuf = np.empty(max(1, filled), dtype=np.float64)
     for i in range(n):
-        _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], kbuf, &o[i, 0])
+        _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], &kbuf[0], &o[i, 0])
     return out
 
 
@@ -139,7 +142,7 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     cdef double[::1] g = np.empty(K, dtype=np.float64)
     for i in range(n):
         if i > 0 or not first_known:
-            _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], kbuf, &U[i, 0])
+            _outputs(fmap, kernel, centres, C, A, filled, X, i, &Xv[i, 0], &kbuf[0], &U[i, 0])
         _step(loss, eta, shrink, C, A, &filled, &nxt, &Xv[i, 0], &Yv[i, 0], m, &U[i, 0], &g[0])
     ring[0], ring[1] = filled, nxt
     return raw
@@ -154,7 +157,8 @@ cdef class NormaRows:
     every call, which at a row's cost of a few microseconds is most of it.
     The arrays are shared, not copied: a step changes them in place.
     Bound to ``coef`` as it is; a model that adds an output makes a new
-    ``coef``, and binds again.
+    ``coef``, and binds again.  :meth:`outputs` may run in several threads
+    at once; :meth:`learn` changes the arrays and needs them to itself.
 
     Parameters
     ----------
@@ -170,7 +174,7 @@ cdef class NormaRows:
     cdef readonly object centers, coef, ring
     cdef double[:, ::1] C, A
     cdef Py_ssize_t[::1] R
-    cdef double[::1] kbuf, g, u
+    cdef double[::1] g, u
     cdef CyLoss loss
     cdef double eta, shrink
 
@@ -183,7 +187,6 @@ cdef class NormaRows:
         self.fmap, self.kernel = fmap, fmap.kernel
         self.centers, self.coef, self.ring = centers, coef, ring
         self.loss, self.eta, self.shrink = loss, eta, shrink
-        self.kbuf = np.empty(max(1, self.C.shape[0]), dtype=np.float64)
         self.g = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
         self.u = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
 
@@ -199,9 +202,19 @@ cdef class NormaRows:
         cdef const double[:, ::1] z = self._row(Z)
         cdef cnp.npy_intp K = self.A.shape[1]
         out = cnp.PyArray_EMPTY(1, &K, cnp.NPY_FLOAT64, 0)
-        _outputs(self.fmap, self.kernel, self.centers, self.C, self.A, self.R[0], Z, 0,
-                 &z[0, 0], self.kbuf, <double*>cnp.PyArray_DATA(out))
+        self._into(Z, z, <double*>cnp.PyArray_DATA(out))
         return out
+
+    cdef void _into(self, Z, const double[:, ::1] z, double* out) except *:
+        # the kernel values' room is the call's own: outputs may run in several threads
+        cdef double* kbuf = <double*>malloc(max(1, self.C.shape[0]) * sizeof(double))
+        if kbuf == NULL:
+            raise MemoryError()
+        try:
+            _outputs(self.fmap, self.kernel, self.centers, self.C, self.A, self.R[0], Z, 0,
+                     &z[0, 0], kbuf, out)
+        finally:
+            free(kbuf)
 
     def learn(self, Z, Y, raw=None):
         """One step on the row ``Z`` with targets ``Y`` (``(1, m)``), in place; ``raw``:
@@ -213,8 +226,7 @@ cdef class NormaRows:
         if y.shape[0] != 1:
             raise ValueError(f"targets of one row expected, got {y.shape[0]}")
         if raw is None:
-            _outputs(self.fmap, self.kernel, self.centers, self.C, self.A, filled, Z, 0,
-                     &z[0, 0], self.kbuf, &self.u[0])
+            self._into(Z, z, &self.u[0])
         else:
             given = raw
             if given.shape[0] != K:
@@ -234,7 +246,8 @@ cdef class LinearRows:
     step makes ``W`` ``shrink * W - eta * z g^T`` and ``b`` ``b - eta * g``,
     ``g`` the loss's gradient at the row's outputs.  Shared arrays,
     changed in place; bound to ``W`` (``(d, K)``) and ``b`` (``(K,)``) as
-    they are.
+    they are.  :meth:`outputs` may run in several threads at once;
+    :meth:`learn` changes the arrays and needs them to itself.
     """
     cdef readonly object weights, intercept
     cdef double[:, ::1] W

@@ -89,6 +89,8 @@ def test_one_row_calls_are_the_loops_bits(kernel):
         rows.outputs(X[:2])
     with pytest.raises(ValueError, match="1 outputs given for a model of 2"):
         rows.learn(X[:1], Y[:1], np.zeros(1))
+    with pytest.raises(ValueError, match="one row of 2 values expected for 2 outputs, got 1 x 1"):
+        rows.learn(X[:1], Y[:1, :1])
     assert C.tobytes() == C1.tobytes() and A.tobytes() == A1.tobytes()  # refused: unchanged
 
 
@@ -344,6 +346,8 @@ def test_linear_stream_takes_known_outputs_and_names_bad_parameters():
         a.learn(np.zeros((1, 3)), np.ones((1, 1)), np.zeros(1))
     with pytest.raises(ValueError, match="2 outputs given for a model of 1"):
         a.learn(np.zeros((1, 2)), np.ones((1, 1)), np.zeros(2))
+    with pytest.raises(ValueError, match="one row of 1 values expected for 1 outputs, got 2"):
+        a.learn(np.zeros((1, 2)), np.ones((2, 1)))
     assert np.array_equal(a.weights, b.weights)  # refused: unchanged
     # outputs sum the inputs in order (not a BLAS product's machine-dependent order)
     z = np.array([[0.1, -3.0]])

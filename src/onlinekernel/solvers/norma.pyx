@@ -148,13 +148,23 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     return raw
 
 
+cdef int _check_targets(CyLoss loss, const double[:, ::1] y, Py_ssize_t K) except -1:
+    """Refuse targets that are not one row of the loss's width for ``K`` outputs (the loss
+    reads that many)."""
+    cdef Py_ssize_t m = loss.n_targets(K)
+    if y.shape[0] != 1 or y.shape[1] != m:
+        raise ValueError(f"targets of one row of {m} values expected for {K} outputs, got "
+                         f"{y.shape[0]} x {y.shape[1]}")
+    return 0
+
+
 cdef class NormaRows:
     """A NORMA model's one-row calls, bound to its arrays: :func:`norma_outputs` and
     :func:`norma_steps` on one row, with the same bits.
 
     For a stream fed one prepared row at a time (the River classifiers):
-    the array views and scratch buffers are taken once here rather than at
-    every call, which at a row's cost of a few microseconds is most of it.
+    the array views and the step's scratch are taken once here rather than
+    at every call, which at a row's cost of a few microseconds is most of it.
     The arrays are shared, not copied: a step changes them in place.
     Bound to ``coef`` as it is; a model that adds an output makes a new
     ``coef``, and binds again.  :meth:`outputs` may run in several threads
@@ -223,8 +233,7 @@ cdef class NormaRows:
         cdef const double[:, ::1] y = Y
         cdef const double[::1] given
         cdef Py_ssize_t c, K = self.A.shape[1], filled = self.R[0], nxt = self.R[1]
-        if y.shape[0] != 1:
-            raise ValueError(f"targets of one row expected, got {y.shape[0]}")
+        _check_targets(self.loss, y, K)
         if raw is None:
             self._into(Z, z, &self.u[0])
         else:
@@ -297,8 +306,7 @@ cdef class LinearRows:
         cdef const double[:, ::1] y = Y
         cdef const double[::1] given
         cdef Py_ssize_t d = self.W.shape[0], K = self.W.shape[1], j, c
-        if y.shape[0] != 1:
-            raise ValueError(f"targets of one row expected, got {y.shape[0]}")
+        _check_targets(self.loss, y, K)
         if raw is None:
             self._outputs(&z[0, 0], &self.u[0])
         else:

@@ -684,13 +684,12 @@ def fast_labels(classes, loss, y):
 
 @functools.lru_cache(maxsize=64)
 def _target_table(n_classes, encoding):
-    """Row ``i``: the loss's targets of class ``i`` (read-only, shared)."""
+    """Row ``i``: the one target of class ``i`` -- its index, or its margin of the two
+    classes' one output (read-only, shared)."""
     if encoding == "class_index":
         table = np.arange(n_classes, dtype=np.float64)[:, None]
-    elif n_classes == 2:
-        table = np.array([[-1.0], [1.0]])
     else:
-        table = 2.0 * np.eye(n_classes) - 1.0
+        table = np.array([[-1.0], [1.0]])
     table.setflags(write=False)
     return table
 
@@ -699,10 +698,16 @@ def _label_targets(idx, n_classes, encoding):
     """The targets (a new C-contiguous array) of the class indices ``idx`` (an array, or a
     slice) under the loss's ``encoding`` -- class indices, or +-1 margins (one column for
     two classes, one per class otherwise) -- and the number of outputs."""
+    if encoding != "class_index" and n_classes > 2:
+        # a column per class, +1 in the label's: built (a K x K table would grow with K^2)
+        rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+        Y = np.full((rows.shape[0], n_classes), -1.0)
+        Y[np.arange(rows.shape[0]), rows] = 1.0
+        return Y, n_classes
     table = _target_table(n_classes, encoding)
     # a slice is a view of the shared table: copied (numpy's fancy indexing copies already)
     Y = table[idx].copy() if isinstance(idx, slice) else table[idx]
-    return Y, (1 if n_classes == 2 and encoding != "class_index" else n_classes)
+    return Y, (n_classes if encoding == "class_index" else 1)
 
 
 def _encoded(classes, loss, y):

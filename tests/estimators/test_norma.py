@@ -342,7 +342,7 @@ def test_linear_stream_takes_known_outputs_and_names_bad_parameters():
     assert np.array_equal(a.weights, b.weights) and np.array_equal(a.intercept, b.intercept)
     again = pickle.loads(pickle.dumps(a))
     assert np.array_equal(again.outputs(X[:1]), a.outputs(X[:1]))
-    with pytest.raises(ValueError, match="against a row of 3 inputs"):
+    with pytest.raises(ValueError, match="one row of 2 inputs expected, got 1 x 3"):
         a.learn(np.zeros((1, 3)), np.ones((1, 1)), np.zeros(1))
     with pytest.raises(ValueError, match="2 outputs given for a model of 1"):
         a.learn(np.zeros((1, 2)), np.ones((1, 1)), np.zeros(2))

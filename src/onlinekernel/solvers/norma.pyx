@@ -148,6 +148,25 @@ def norma_steps(CyFeatureMap fmap, kernel, centres, coef, Py_ssize_t[::1] ring, 
     return raw
 
 
+cdef const double[:, ::1] _one_row(Z, Py_ssize_t d) except *:
+    """``Z`` as one row of ``d`` inputs, or a named error."""
+    cdef const double[:, ::1] z = Z
+    if z.shape[0] != 1 or z.shape[1] != d:
+        raise ValueError(f"one row of {d} inputs expected, got {z.shape[0]} x {z.shape[1]}")
+    return z
+
+
+cdef int _take_outputs(raw, double[::1] u, Py_ssize_t K) except -1:
+    """Copy the ``K`` given outputs ``raw`` into ``u``, or a named error."""
+    cdef const double[::1] given = raw
+    cdef Py_ssize_t c
+    if given.shape[0] != K:
+        raise ValueError(f"{given.shape[0]} outputs given for a model of {K}")
+    for c in range(K):
+        u[c] = given[c]
+    return 0
+
+
 cdef int _check_targets(CyLoss loss, const double[:, ::1] y, Py_ssize_t K) except -1:
     """Refuse targets that are not one row of the loss's width for ``K`` outputs (the loss
     reads that many)."""
@@ -200,16 +219,9 @@ cdef class NormaRows:
         self.g = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
         self.u = np.empty(max(1, self.A.shape[1]), dtype=np.float64)
 
-    cdef const double[:, ::1] _row(self, Z) except *:
-        cdef const double[:, ::1] z = Z
-        if z.shape[0] != 1 or z.shape[1] != self.C.shape[1]:
-            raise ValueError(f"one row of {self.C.shape[1]} inputs expected, got "
-                             f"{z.shape[0]} x {z.shape[1]}")
-        return z
-
     def outputs(self, Z):
         """``f(z)`` of the one row ``Z`` (float64, ``(1, d)``): a new ``(K,)`` array."""
-        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] z = _one_row(Z, self.C.shape[1])
         cdef cnp.npy_intp K = self.A.shape[1]
         out = cnp.PyArray_EMPTY(1, &K, cnp.NPY_FLOAT64, 0)
         self._into(Z, z, <double*>cnp.PyArray_DATA(out))
@@ -229,19 +241,14 @@ cdef class NormaRows:
     def learn(self, Z, Y, raw=None):
         """One step on the row ``Z`` with targets ``Y`` (``(1, m)``), in place; ``raw``:
         the row's outputs under the model as it is, else computed."""
-        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] z = _one_row(Z, self.C.shape[1])
         cdef const double[:, ::1] y = Y
-        cdef const double[::1] given
-        cdef Py_ssize_t c, K = self.A.shape[1], filled = self.R[0], nxt = self.R[1]
+        cdef Py_ssize_t K = self.A.shape[1], filled = self.R[0], nxt = self.R[1]
         _check_targets(self.loss, y, K)
         if raw is None:
             self._into(Z, z, &self.u[0])
         else:
-            given = raw
-            if given.shape[0] != K:
-                raise ValueError(f"{given.shape[0]} outputs given for a model of {K}")
-            for c in range(K):
-                self.u[c] = given[c]
+            _take_outputs(raw, self.u, K)
         _step(self.loss, self.eta, self.shrink, self.C, self.A, &filled, &nxt, &z[0, 0],
               &y[0, 0], y.shape[1], &self.u[0], &self.g[0])
         self.R[0], self.R[1] = filled, nxt
@@ -274,13 +281,6 @@ cdef class LinearRows:
         self.g = np.empty(max(1, self.W.shape[1]), dtype=np.float64)
         self.u = np.empty(max(1, self.W.shape[1]), dtype=np.float64)
 
-    cdef const double[:, ::1] _row(self, Z) except *:
-        cdef const double[:, ::1] z = Z
-        if z.shape[0] != 1 or z.shape[1] != self.W.shape[0]:
-            raise ValueError(f"weights {self.W.shape[0]} x {self.W.shape[1]} against a row "
-                             f"of {z.shape[1]} inputs ({z.shape[0]} rows)")
-        return z
-
     cdef void _outputs(self, const double* z, double* out) noexcept nogil:
         cdef Py_ssize_t j, c, d = self.W.shape[0], K = self.W.shape[1]
         for c in range(K):
@@ -293,7 +293,7 @@ cdef class LinearRows:
 
     def outputs(self, Z):
         """``f(z)`` of the one row ``Z`` (float64, ``(1, d)``): a new ``(K,)`` array."""
-        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] z = _one_row(Z, self.W.shape[0])
         cdef cnp.npy_intp K = self.W.shape[1]
         out = cnp.PyArray_EMPTY(1, &K, cnp.NPY_FLOAT64, 0)
         self._outputs(&z[0, 0], <double*>cnp.PyArray_DATA(out))
@@ -302,19 +302,14 @@ cdef class LinearRows:
     def learn(self, Z, Y, raw=None):
         """One step on the row ``Z`` with targets ``Y`` (``(1, m)``), in place; ``raw``:
         the row's outputs under the model as it is, else computed."""
-        cdef const double[:, ::1] z = self._row(Z)
+        cdef const double[:, ::1] z = _one_row(Z, self.W.shape[0])
         cdef const double[:, ::1] y = Y
-        cdef const double[::1] given
         cdef Py_ssize_t d = self.W.shape[0], K = self.W.shape[1], j, c
         _check_targets(self.loss, y, K)
         if raw is None:
             self._outputs(&z[0, 0], &self.u[0])
         else:
-            given = raw
-            if given.shape[0] != K:
-                raise ValueError(f"{given.shape[0]} outputs given for a model of {K}")
-            for c in range(K):
-                self.u[c] = given[c]
+            _take_outputs(raw, self.u, K)
         self.loss.batch_gradient(&y[0, 0], y.shape[1], &self.u[0], 1, K, &self.g[0])
         for c in range(K):
             self.g[c] = self.eta * self.g[c]

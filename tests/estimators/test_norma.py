@@ -8,9 +8,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from onlinekernel import Loss, NormaClassifier, get_feature_map, get_loss
-from onlinekernel.estimators import LinearStream
+from onlinekernel.estimators import LinearStream, NormaStream
 from onlinekernel.losses.base import as_cy_loss
-from onlinekernel.estimators import NormaStream
 from onlinekernel.solvers.norma import NormaRows, norma_outputs, norma_steps
 
 

@@ -4,10 +4,10 @@
 Welford's update of each feature's mean and sum of squared deviations, and
 the scale ``1 / std`` that standardises the next sample (1 for a feature
 constant up to rounding: only centred); and the reading of one sample, a
-dict of plain numbers, into a row and its standardised form.  The same operations as numpy's
-elementwise ones, in the same order (IEEE-754, no contraction): the same
-bits, at one call where numpy takes about ten (the River classifiers of
-stored rows call it at every learned sample).
+dict of plain numbers, into a row and its standardised form.  The same
+operations as numpy's elementwise ones, in the same order (IEEE-754, no
+contraction): the same bits, at one call where numpy takes about ten (the
+River classifiers of stored rows call them at every sample).
 
 Examples
 --------

@@ -587,20 +587,25 @@ def _plain(value):
     return t in _PLAIN or (t is tuple and all(_plain(v) for v in value))
 
 
-def _params_key(estimator):
-    """The estimator's parameter types (tuples: their items' types too) and values.
-
-    Two keys are equal only for equal values of the same types (``1``,
-    ``1.0`` and ``True`` differ), which for plain values (see ``_plain``)
-    means the same parameters.
-    """
+def _param_values(estimator):
+    """The estimator's parameter values, in the order of its parameter names (a tuple)."""
     cls = type(estimator)
     get = _param_getters.get(cls)
     if get is None:
         names = cls._get_param_names()
         get = _param_getters[cls] = (operator.attrgetter(*names) if len(names) > 1
                                      else lambda est: (getattr(est, names[0]),))
-    values = get(estimator)
+    return get(estimator)
+
+
+def _params_key(values):
+    """The parameter types (tuples: their items' types too) and ``values``
+    (:func:`_param_values`).
+
+    Two keys are equal only for equal values of the same types (``1``,
+    ``1.0`` and ``True`` differ), which for plain values (see ``_plain``)
+    means the same parameters.
+    """
     types = tuple(map(type, values))
     if tuple in types:
         types += tuple(tuple(map(type, v)) for v in values if type(v) is tuple)
@@ -781,8 +786,12 @@ class BaseDSG(BaseEstimator):
         Returns the :class:`TrainConfig` of the checked parameters, which
         depends on them alone and is memoised with them.
         """
-        key = _params_key(self)
+        values = _param_values(self)
         memo = _validated.get(self)
+        # untouched parameters are the very objects memoised (plain values: immutable)
+        if memo is not None and all(map(operator.is_, values, memo[0][1])):
+            return memo[1]
+        key = _params_key(values)
         if memo is not None and memo[0] == key:
             return memo[1]
         self._validate_params()

@@ -123,3 +123,31 @@ def test_a_fit_is_the_same_model_through_either_library(threads):
         got = DSGClassifier(loss="logistic", max_blocks=2, block_size=64, tol=1e-8,
                             random_state=0).fit(X, y).decision_function(X)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("n, M, K, step", [(7, 3, 2, 3), (100, 40, 10, 32), (31, 5, 1, 64)])
+def test_tile_products_are_the_two_products_in_place(n, M, K, step):
+    rng = np.random.default_rng(1)
+    P, C, Hw = rng.normal(size=(n, M)), rng.normal(size=(M, K)), rng.normal(size=(n, K))
+    seen = []
+
+    def weigh(r0, r1, Vt):
+        seen.append((r0, r1))
+        Vt += 1.0  # a change in place is what V keeps
+        return Vt * Hw[r0:r1]
+
+    V, out = np.empty((n, K)), np.ones((M, K))
+    blas.tile_products(P, C, step, weigh, V, out)
+    np.testing.assert_allclose(V, P @ C + 1.0, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, 1.0 + P.T @ ((P @ C + 1.0) * Hw), rtol=1e-12, atol=1e-12)
+    assert seen == [(r, min(n, r + step)) for r in range(0, n, step)]
+
+
+def test_tile_products_refuse_what_they_cannot_multiply_in_place():
+    P, C = np.ones((4, 3)), np.ones((3, 2))
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        blas.tile_products(P.astype(np.float32), C, 2, lambda *a: a[2], np.empty((4, 2)),
+                           np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        blas.tile_products(P, np.asfortranarray(np.ones((3, 2))), 2, lambda *a: a[2],
+                           np.empty((4, 2)), np.zeros((3, 2)))

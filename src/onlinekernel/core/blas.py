@@ -160,10 +160,12 @@ def tile_products(P, C, step, weigh, V, out):
     ``P_t^T H_t``.  Both go straight to scipy's ``dgemm`` on Fortran views,
     writing into ``V`` and accumulating into ``out`` (no temporaries, no
     per-call checks): with tiles of 32 rows a product makes thousands of
-    calls, and :func:`matmul`'s checks and copies were a quarter of its time
-    (60,000 x 2,048 float64 rows, 10 outputs, one thread: 0.36 s a product,
-    0.28 s here; numpy's and scipy's ``dgemm`` take the same time on these
-    tiles, unlike float32 ones: see :func:`use_scipy`).
+    calls, and :func:`matmul`'s checks and copies weighed on each (60,000 x
+    2,048 float64 rows, 10 outputs, one thread: 0.36 s a product through
+    :func:`matmul`, 0.28 s here; inside fashion_mnist's Nystrom fit, with
+    its weighting between the products, 0.31-0.36 s against 0.28-0.33 s).
+    numpy's and scipy's ``dgemm`` take the same time on these tiles, unlike
+    float32 ones (see :func:`use_scipy`).
 
     Parameters
     ----------

@@ -58,15 +58,17 @@ LEARNING_RATES = (0.3, 1.0, 3.0)
 DECAYS = (0.995, 0.999, 1.0)
 
 
-def guesses(spec, rows):
-    """Each row's guess (before learning it) of the expert ``spec`` alone."""
-    from onlinekernel.integrations.river import RiverMultiKernelClassifier
-    model = RiverMultiKernelClassifier(experts=(spec,))  # one expert: its own guesses
+def guesses(model, rows):
+    """Each row's guess by ``model`` before it learns the row (test-then-train)."""
     out = []
     for x, y in rows:
         out.append(model.predict_one(x))
         model.learn_one(x, y)
     return out
+
+
+def accuracy(guessed, rows):
+    return sum(g == y for g, (_, y) in zip(guessed, rows)) / len(rows)
 
 
 def hedge_accuracy(expert_guesses, rows, learning_rate, decay):
@@ -136,20 +138,15 @@ def main(argv=None):
                                                "experts": {}, "mixtures": {}}
             guessed = {}
             for e, spec in EXPERTS.items():
-                guessed[e] = guesses(spec, rows)
-                entry["experts"][e] = sum(g == y for g, (_, y) in zip(guessed[e], rows)) / len(
-                    rows)
+                # a mixture of one expert guesses as the expert alone
+                guessed[e] = guesses(RiverMultiKernelClassifier(experts=(spec,)), rows)
+                entry["experts"][e] = accuracy(guessed[e], rows)
                 log(f"{name}: {e}: {entry['experts'][e]:.4f}")
             for (st, members), rate, decay in itertools.product(SETS.items(), LEARNING_RATES,
                                                                 DECAYS):
                 entry["mixtures"][f"{st} | {rate:g} | {decay:g}"] = hedge_accuracy(
                     [guessed[e] for e in members], rows, rate, decay)
-            model = RiverMultiKernelClassifier()
-            hits = 0
-            for x, y in rows:
-                hits += model.predict_one(x) == y
-                model.learn_one(x, y)
-            entry["class_defaults"] = hits / len(rows)
+            entry["class_defaults"] = accuracy(guesses(RiverMultiKernelClassifier(), rows), rows)
             entry["computed_equals_class"] = (
                 entry["class_defaults"] == entry["mixtures"]["defaults | 1 | 0.999"])
             log(f"{name}: RiverMultiKernelClassifier() {entry['class_defaults']:.4f}, "

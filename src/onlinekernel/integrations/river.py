@@ -476,7 +476,7 @@ class _DSGAdapter(_Locked):
     @classmethod
     def _row(cls, x, view):
         """One standardised row of the model's inputs from the dict ``x``."""
-        return ((cls._raw_row(x, view) - view.center) * view.inv_scale)[None, :]
+        return standardised_row(cls._raw_row(x, view), view.center, view.inv_scale)
 
     @classmethod
     def _matrix(cls, X, view):
@@ -953,7 +953,7 @@ class RiverClassifier(_DSGAdapter, _river_base.MiniBatchClassifier):
         if view is None:
             return self._prior_proba()
         raw = self._raw_row(x, view)
-        p = self._proba(view.model, ((raw - view.center) * view.inv_scale)[None, :])[0]
+        p = self._proba(view.model, standardised_row(raw, view.center, view.inv_scale))[0]
         self._remember_prediction(view, raw, p)
         return {lab: float(v) for lab, v in zip(view.labels, p)}
 
@@ -1116,7 +1116,7 @@ class RiverRegressor(_DSGAdapter, _river_base.MiniBatchRegressor):
         if view is None:
             return float(self._prior[1])
         raw = self._raw_row(x, view)
-        out = view.model.predict(((raw - view.center) * view.inv_scale)[None, :])
+        out = view.model.predict(standardised_row(raw, view.center, view.inv_scale))
         self._remember_prediction(view, raw, out[0])
         return float(out[0] + view.y_offset)
 

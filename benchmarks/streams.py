@@ -30,8 +30,12 @@ The questions of the streaming issue (14), in one run:
   ``RiverNormaClassifier()`` (NORMA: the last 1,024 support vectors of the
   exact kernel; also with a budget of 4,096) and
   ``RiverMultiKernelClassifier()`` (Hedge over Gaussian, Laplacian and
-  linear experts: the model the accuracy target is for), with the ratio of
-  each of our models' rows per second to each River model's.
+  linear experts: the model the accuracy target is for), also at the
+  issue's size of 4,096 features (each kernel expert an expansion on 4,096
+  stored rows, a linear model on the 4,096 kernel features ``k(x_i, .)``),
+  with the ratio of each of our models' rows per second to each River
+  model's.  Both must reach River's best accuracy at 10,000 rows/s on every
+  stream.
 
 BLAS is limited to one thread.  Run from the repository root::
 
@@ -63,6 +67,16 @@ TARGET_PREDICT = 5.0
 TARGET_ROWS_PER_S = 10_000
 #: The model the accuracy target is for: every stream with one setting (its defaults).
 STREAM_MODEL = "onlinekernel RiverMultiKernelClassifier"
+#: The same model at the issue's size, 4,096 features: each kernel expert an expansion on
+#: 4,096 stored rows, f(x) = sum_i a_i k(x_i, x) -- a linear model on 4,096 kernel features
+#: k(x_i, .), as the Nystrom map's 4,096 features are k(c_i, .) on 4,096 centres.
+STREAM_MODEL_4096 = "onlinekernel RiverMultiKernelClassifier (4,096 stored rows per kernel)"
+
+
+def _experts_4096():
+    from onlinekernel.integrations.river import DEFAULT_EXPERTS
+    return tuple({**e, "budget": N_COMPONENTS} if e.get("kernel") != "linear" else dict(e)
+                 for e in DEFAULT_EXPERTS)
 
 
 def _data(n, d=D, seed=0):
@@ -217,6 +231,7 @@ def _models():
         "onlinekernel RiverNormaClassifier (budget 4096)":
             lambda: RiverNormaClassifier(budget=N_COMPONENTS),
         STREAM_MODEL: RiverMultiKernelClassifier,
+        STREAM_MODEL_4096: lambda: RiverMultiKernelClassifier(experts=_experts_4096()),
     }
 
 
@@ -283,20 +298,23 @@ def main(argv=None):
          "measured": lat["predict"]["ratio_sklearn_over_ours"],
          "met": lat["predict"]["ratio_sklearn_over_ours"] >= TARGET_PREDICT},
         {"name": f">= {TARGET_ROWS_PER_S:,d} rows/s of learn_one + predict_one through the "
-                 f"adapter, 4,096 features (wall clock)",
+                 f"random-feature adapter RiverClassifier, 4,096 random features, dicts of "
+                 f"d = 32 (wall clock)",
          "measured": report["adapter"]["rows_per_s"],
          "met": report["adapter"]["rows_per_s"] >= TARGET_ROWS_PER_S},
     ]
     for stream, entry in report.get("prequential", {}).items():
-        model = entry["models"][STREAM_MODEL]
-        report["targets"] += [
-            {"name": f"{stream}: {STREAM_MODEL} >= the best River model's prequential "
-                     f"accuracy (difference)",
-             "measured": entry["ours"][STREAM_MODEL]["minus_best_river"],
-             "met": entry["ours"][STREAM_MODEL]["minus_best_river"] >= 0.0},
-            {"name": f"{stream}: {STREAM_MODEL} >= {TARGET_ROWS_PER_S:,d} rows/s of "
-                     f"learn_one + predict_one",
-             "measured": model["rows_per_s"], "met": model["rows_per_s"] >= TARGET_ROWS_PER_S}]
+        for name in (STREAM_MODEL, STREAM_MODEL_4096):
+            model = entry["models"][name]
+            report["targets"] += [
+                {"name": f"{stream}: {name} >= the best River model's prequential "
+                         f"accuracy (difference)",
+                 "measured": entry["ours"][name]["minus_best_river"],
+                 "met": entry["ours"][name]["minus_best_river"] >= 0.0},
+                {"name": f"{stream}: {name} >= {TARGET_ROWS_PER_S:,d} rows/s of "
+                         f"learn_one + predict_one",
+                 "measured": model["rows_per_s"],
+                 "met": model["rows_per_s"] >= TARGET_ROWS_PER_S}]
     name = "streams_quick.json" if args.quick else "streams.json"
     write_json(f"{args.out_dir}/{name}", report)
     print(f"\n{'one row':10s} {'onlinekernel us':>16s} {'scikit-learn us':>16s} {'ratio':>7s}"

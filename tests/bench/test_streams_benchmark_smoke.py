@@ -27,12 +27,20 @@ def test_the_prequential_table_runs_on_short_streams(log=print):
     out = streams_bench.prequential(60, lambda msg: None)
     assert set(out) == {"RandomRBFDrift", "Hyperplane", "Phishing"}
     for entry in out.values():
-        assert len(entry["models"]) == 8
+        assert len(entry["models"]) == 9
         assert all(0.0 <= m["accuracy"] <= 1.0 for m in entry["models"].values())
         river = {k for k in entry["models"] if k.startswith("River")}
         assert set(entry["our_speed_ratio_to"]) == river
         assert set(entry["ours"]) == {"onlinekernel RiverClassifier",
                                       "onlinekernel RiverNormaClassifier",
                                       "onlinekernel RiverNormaClassifier (budget 4096)",
-                                      "onlinekernel RiverMultiKernelClassifier"}
+                                      "onlinekernel RiverMultiKernelClassifier",
+                                      streams_bench.STREAM_MODEL_4096}
         assert all(set(o["speed_ratio_to"]) == river for o in entry["ours"].values())
+
+
+def test_the_4096_model_has_4096_stored_rows_per_kernel_expert():
+    experts = streams_bench._experts_4096()
+    kernels = [e for e in experts if e.get("kernel") != "linear"]
+    assert kernels and all(e["budget"] == 4096 for e in kernels)
+    assert all("budget" not in e for e in experts if e.get("kernel") == "linear")

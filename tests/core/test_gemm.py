@@ -105,7 +105,12 @@ CASES = [(5, 13, 7, 0, 1, 1.0, 0.0), (9, 3, 17, 0, 0, 1.0, 1.0),
          (4, 33, 0, 0, 1, 1.0, 0.5),
          # fewer rows than a tile (the one-row path: no panel), past 32 columns
          (1, 77, 19, 0, 1, 1.0, 0.0), (2, 41, 9, 1, 0, 0.5, 1.0), (3, 9, 40, 0, 0, -1.5, 0.25),
-         (1, 3, 0, 1, 1, 1.0, 1.0)]
+         (1, 3, 0, 1, 1, 1.0, 1.0),
+         # one term per sum (a one-row step's rank-one gradient), every layout
+         (256, 1, 1, 1, 1, -0.03, 1.0), (7, 5, 1, 0, 0, 1.0, 0.0), (9, 3, 1, 1, 0, 2.0, -1.0),
+         (5, 6, 1, 0, 1, -1.5, 0.5), (37, 1, 1, 1, 0, 0.75, 0.0),
+         # one output column after a few rows (one row's prediction of one output)
+         (1, 1, 256, 0, 0, 1.0, 0.0), (2, 1, 33, 1, 1, -2.0, 1.0)]
 
 
 def test_products_give_the_defined_bits_with_every_kernel(tmp_path):

@@ -811,6 +811,23 @@ def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
         reuse.raise_pending()
 
 
+cdef inline void _block_outputs(BlockSource src, CyFeatureMap fmap, Work* w, Py_ssize_t j,
+                                const Rows* XB, Py_ssize_t nb, const real* C0, Py_ssize_t K,
+                                real* P, real* kept, int64_t* kept_bins) noexcept nogil:
+    """Block j's outputs on the batch's ``nb`` rows into ``P[j]`` (its features into
+    ``kept[j]``, or its bins into ``kept_bins[j]``, where given): a step's prediction half."""
+    cdef Py_ssize_t F = fmap.n_components
+    cdef const real* p_j = <const real*>src.get(j, w.params, w.params64)
+    memset(P + j * nb * K, 0, nb * K * sizeof(real))
+    if kept_bins != NULL:
+        _one_hot_accumulate(fmap, p_j, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
+                            kept_bins + j * nb)
+    else:
+        _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB, nb), w, XB, 0, nb,
+                         C0 + j * F * K, K, P + j * nb * K,
+                         kept + j * nb * F if kept != NULL else <real*>NULL)
+
+
 cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, ::1] coef):
     cdef BlockSource src = model.blocks
     cdef CyFeatureMap fmap = src.fmap
@@ -879,18 +896,16 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
                 if kept != NULL and nblk:
                     memcpy(kept, &F1[0, 0, 0], nblk * nb * F * sizeof(real))
             else:
-                # prediction half: block j's outputs into parts[j], in parallel
-                for j in prange(nblk, num_threads=nt, schedule="static"):
-                    w = &ws.w[threadid()]
-                    p_j = <const real*>src.get(j, w.params, w.params64)
-                    memset(P + j * nb * K, 0, nb * K * sizeof(real))
-                    if kept_bins != NULL:
-                        _one_hot_accumulate(fmap, p_j, XB, 0, nb, C0 + j * F * K, K,
-                                            P + j * nb * K, kept_bins + j * nb)
-                    else:
-                        _tile_accumulate(fmap, p_j, <const real*>src.transposed(j, p_j, XB, nb),
-                                         w, XB, 0, nb, C0 + j * F * K, K, P + j * nb * K,
-                                         kept + j * nb * F if kept != NULL else <real*>NULL)
+                # prediction half: block j's outputs into parts[j], in parallel (one
+                # thread: no parallel region, whose start costs more than a row's block)
+                if nt == 1:
+                    for j in range(nblk):
+                        _block_outputs(src, fmap, &ws.w[0], j, XB, nb, C0, K, P, kept,
+                                       kept_bins)
+                else:
+                    for j in prange(nblk, num_threads=nt, schedule="static"):
+                        _block_outputs(src, fmap, &ws.w[threadid()], j, XB, nb, C0, K, P,
+                                       kept, kept_bins)
                 for i in range(nb):
                     for c in range(K):
                         acc = 0.0

@@ -141,6 +141,11 @@ static void NAME(int64_t k, const T *a, int64_t ps, int trans_b, const T *B, int
                 s[4] = FMA(x, bp[4 * sj], s[4]); s[5] = FMA(x, bp[5 * sj], s[5]);        \
                 s[6] = FMA(x, bp[6 * sj], s[6]); s[7] = FMA(x, bp[7 * sj], s[7]);        \
             }                                                                            \
+        } else if (w == 1) {  /* one column (one output): the chain in a register */   \
+            T s0 = 0;                                                                    \
+            for (p = 0; p < k; p++)                                                      \
+                s0 = FMA(a[p * ps], b[p * sp], s0);                                      \
+            s[0] = s0;                                                                   \
         } else {                                                                         \
             for (p = 0; p < k; p++)                                                      \
                 for (q = 0; q < w; q++)                                                  \
@@ -162,12 +167,51 @@ OK_SMALL_ROWS(ok__small_d_portable, double, fma)
 OK_SMALL_ROWS(ok__small_f_portable, float, fmaf)
 
 /*
+ * One term per sum (k = 1: a one-row step's rank-one gradient, m features x n
+ * outputs): C[i][j] = alpha * fma(op(A)[i][0], op(B)[0][j], 0) + beta * C[i][j],
+ * the tile kernels' chain of one term, so the same bits, without a packed
+ * panel and a kernel call per four rows (measured: 16 blocks of 256 features,
+ * one output, 1 us a block before).
+ */
+#define OK_RANK_ONE(NAME, T, FMA)                                                        \
+static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, T alpha, const T *A,    \
+                 int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc)        \
+{                                                                                        \
+    int64_t i, j;                                                                        \
+    if (n == 1 && trans_a && ldc == 1) {  /* one output, contiguous: vectorised over i */ \
+        const T y = B[0];                                                                \
+        if (beta == (T)0) {                                                              \
+            for (i = 0; i < m; i++)                                                      \
+                C[i] = alpha * FMA(A[i], y, (T)0);                                       \
+        } else {                                                                         \
+            for (i = 0; i < m; i++)                                                      \
+                C[i] = alpha * FMA(A[i], y, (T)0) + beta * C[i];                         \
+        }                                                                                \
+        return;                                                                          \
+    }                                                                                    \
+    for (i = 0; i < m; i++) {                                                            \
+        const T x = trans_a ? A[i] : A[i * lda];                                         \
+        T *c = C + i * ldc;                                                              \
+        for (j = 0; j < n; j++) {                                                        \
+            const T s = FMA(x, trans_b ? B[j * ldb] : B[j], (T)0);                       \
+            c[j] = beta == (T)0 ? alpha * s : alpha * s + beta * c[j];                   \
+        }                                                                                \
+    }                                                                                    \
+}
+#ifdef OK_LINALG_X86
+__attribute__((target("avx2,fma"))) OK_RANK_ONE(ok__rank1_d_fma, double, fma)
+__attribute__((target("avx2,fma"))) OK_RANK_ONE(ok__rank1_f_fma, float, fmaf)
+#endif
+OK_RANK_ONE(ok__rank1_d_portable, double, fma)
+OK_RANK_ONE(ok__rank1_f_portable, float, fmaf)
+
+/*
  * The product with the kernels of instruction set `isa` (see ok_linalg_isa);
  * NAME calls it with the CPU's.  The panel holds op(B)[:, j0:j0+JB] as k rows
  * of JB values (zero beyond n), so a kernel reads it with unit stride
  * whatever B's layout; rows beyond m repeat row i0 and are not written.
  */
-#define OK_DEFINE_GEMM(NAME, T, K512, K2, KP, FMA, SMALL)                                     \
+#define OK_DEFINE_GEMM(NAME, T, K512, K2, KP, FMA, SMALL, RANK1)                              \
 __attribute__((unused))                                                                  \
 static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,  \
                      T alpha, const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
@@ -194,6 +238,10 @@ static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, i
                 for (l = 0; l < jb; l++)                                                 \
                     c[l] = beta == (T)0 ? alpha * out[l] : alpha * out[l] + beta * c[l]; \
             }                                                                            \
+        return;                                                                          \
+    }                                                                                    \
+    if (k == 1) {  /* a rank-one update (a one-row step's gradient): no panel either */  \
+        RANK1(trans_a, trans_b, m, n, alpha, A, lda, B, ldb, beta, C, ldc);              \
         return;                                                                          \
     }                                                                                    \
     panel = (T *)malloc(sizeof(T) * (size_t)(k > 0 ? k : 1) * (size_t)JB);               \
@@ -248,9 +296,11 @@ static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T al
 }
 
 OK_DEFINE_GEMM(ok_gemm, double, ok__kd_avx512, ok__kd_avx2, ok__kd_portable, fma,
-               OK_SMALL(ok__small_d_fma, ok__small_d_portable))
+               OK_SMALL(ok__small_d_fma, ok__small_d_portable),
+               OK_SMALL(ok__rank1_d_fma, ok__rank1_d_portable))
 OK_DEFINE_GEMM(ok_gemm_f32, float, ok__kf_avx512, ok__kf_avx2, ok__kf_portable, fmaf,
-               OK_SMALL(ok__small_f_fma, ok__small_f_portable))
+               OK_SMALL(ok__small_f_fma, ok__small_f_portable),
+               OK_SMALL(ok__rank1_f_fma, ok__rank1_f_portable))
 
 /*
  * The Cholesky factor L (lower) of the symmetric n x n matrix A, in place

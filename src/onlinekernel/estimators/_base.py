@@ -15,7 +15,6 @@ constructor may not take (reuse, forgetting, ...) are resolved in one place,
 ``BaseDSG._setting``.
 """
 import collections
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -634,6 +633,51 @@ def dask_rows(method):
     return wrapper
 
 
+class _Transaction:
+    """The context manager of ``BaseDSG._training`` (see there).
+
+    A class rather than a generator: a one-row ``partial_fit`` opens two of
+    them, and a generator's context manager costs a few microseconds more
+    each.
+    """
+
+    __slots__ = ("est", "state", "publish", "lock", "saved")
+
+    def __init__(self, est, state, publish):
+        self.est, self.state, self.publish = est, state, publish
+
+    def __enter__(self):
+        est = self.est
+        self.lock = lock = train_lock(est)
+        lock.acquire()
+        self.saved = saved = dict(est.__dict__)
+        if not self.publish:
+            return None
+        try:
+            if self.state is None:
+                self.state = est._state_copy()
+        except BaseException:
+            object.__setattr__(est, "__dict__", saved)
+            lock.release()
+            raise
+        return self.state
+
+    def __exit__(self, exc_type, exc, tb):
+        est = self.est
+        try:
+            if exc_type is None:
+                if self.publish:
+                    est._commit(self.state, self.saved)
+                return False
+            object.__setattr__(est, "__dict__", self.saved)
+            return False
+        except BaseException:  # the commit refused the state
+            object.__setattr__(est, "__dict__", self.saved)
+            raise
+        finally:
+            self.lock.release()
+
+
 def transactional(method):
     """Run a public training method as one transaction (``BaseDSG._training``).
 
@@ -1197,7 +1241,9 @@ class BaseDSG(BaseEstimator):
         built = self.__dict__.get("_built_from")
         if not isinstance(built, dict):  # a model pickled before it was recorded
             return
-        changed = [k for k, v in built.items() if not _same(v, getattr(self, k))]
+        # (the same object first: values built from immutable parameters are those objects)
+        changed = [k for k, v in built.items()
+                   if (now := getattr(self, k)) is not v and not _same(v, now)]
         if changed:
             self._check_names()  # an invalid new value is reported as such
             now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
@@ -1451,7 +1497,6 @@ class BaseDSG(BaseEstimator):
         """The value ``_stage`` set during this call, else the fitted attribute."""
         return self.__dict__.get("_staged", {}).get(name, self.__dict__.get(name))
 
-    @contextlib.contextmanager
     def _training(self, state=None, *, publish=True):
         """The transaction of a training call: the one place it is made.
 
@@ -1469,19 +1514,7 @@ class BaseDSG(BaseEstimator):
           ``publish=False`` yields None: the scope of a public method
           (``transactional``), whose training opens its own ``_training``.
         """
-        with train_lock(self):
-            saved = dict(self.__dict__)
-            try:
-                if not publish:
-                    yield None
-                else:
-                    if state is None:
-                        state = self._state_copy()
-                    yield state
-                    self._commit(state, saved)
-            except BaseException:
-                object.__setattr__(self, "__dict__", saved)
-                raise
+        return _Transaction(self, state, publish)
 
     def _commit(self, state, published):
         """Publish the new state; refuse it if training left non-finite numbers in it.

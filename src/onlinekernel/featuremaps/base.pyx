@@ -467,7 +467,7 @@ cdef object rows_of(object X, object dtype, Rows* out):
     entries put in canonical order (duplicates summed, as scipy reads them).
     """
     dt = np.dtype(dtype)
-    if sp.issparse(X):
+    if type(X) is not np.ndarray and sp.issparse(X):  # (issparse: an ABC check, 1-2 us)
         if X.format != "csr" or X.ndim != 2:
             raise ValueError(f"sparse input must be a 2-d CSR matrix, got {X.format}")
         if X.dtype != dt:

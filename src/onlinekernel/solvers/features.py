@@ -66,7 +66,7 @@ def as_rows(X, dtype):
     >>> as_rows(sp.coo_matrix(np.eye(2)), np.float64).format
     'csr'
     """
-    if sp.issparse(X):
+    if type(X) is not np.ndarray and sp.issparse(X):  # (issparse: an ABC check, 1-2 us)
         X = X.tocsr()
         return X if X.dtype == dtype else X.astype(dtype)
     return np.ascontiguousarray(X, dtype=dtype)

@@ -333,3 +333,17 @@ def test_predictions_while_fit_changes_the_class_set_are_never_torn():
         t.join()
     assert not errors, errors
     assert seen <= whole, f"torn predictions: {sorted(seen - whole)}"
+
+
+def test_each_estimator_has_one_training_lock_which_leaves_with_it():
+    import gc
+
+    from onlinekernel.core import threads
+    a, b = DSGClassifier(), DSGClassifier()
+    assert threads.train_lock(a) is threads.train_lock(a)
+    assert threads.train_lock(a) is not threads.train_lock(b)
+    key = id(a)
+    del a
+    gc.collect()
+    assert key not in threads._train_locks  # no stale lock for a later object at that id
+    assert id(b) in threads._train_locks

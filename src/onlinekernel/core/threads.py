@@ -78,7 +78,10 @@ class OneBlasThread:
 one_blas_thread = OneBlasThread()
 
 
-_train_locks = weakref.WeakKeyDictionary()
+# id(estimator) -> its lock; an entry leaves when its estimator is collected (the
+# weakref callback runs before the id can be reused).  A plain dict read, not a
+# WeakKeyDictionary's: a one-row partial_fit asks twice, 1 us each.
+_train_locks = {}
 _train_locks_guard = threading.Lock()
 
 
@@ -88,8 +91,13 @@ def train_lock(estimator):
     Kept outside the instance so that pickling, cloning and ``get_params``
     never see it.
     """
-    with _train_locks_guard:
-        lock = _train_locks.get(estimator)
-        if lock is None:
-            lock = _train_locks[estimator] = threading.RLock()
-        return lock
+    key = id(estimator)
+    lock = _train_locks.get(key)
+    if lock is None:
+        with _train_locks_guard:
+            lock = _train_locks.get(key)
+            if lock is None:
+                lock = threading.RLock()
+                weakref.finalize(estimator, _train_locks.pop, key, None).atexit = False
+                _train_locks[key] = lock
+    return lock

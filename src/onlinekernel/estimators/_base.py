@@ -252,6 +252,20 @@ _last_row = weakref.WeakKeyDictionary()
 _RowHalf = collections.namedtuple("_RowHalf", "coef intercept scale n_blocks row outputs features")
 
 
+# One row's weight and order, read-only: a one-row partial_fit's (numpy's ones and
+# arange cost more than the rest of the call's bookkeeping).
+_ONE_WEIGHT = np.ones(1)
+_ONE_ORDER = np.zeros(1, dtype=np.int64)
+_ONE_WEIGHT.flags.writeable = _ONE_ORDER.flags.writeable = False
+
+
+def _unit_rows(n):
+    """Unit weights and the identity order of ``n`` rows (shared read-only arrays for one)."""
+    if n == 1:
+        return _ONE_WEIGHT, _ONE_ORDER
+    return np.ones(n), np.arange(n, dtype=np.int64)
+
+
 def _keepable(state, X):
     """Room for the features of the one row ``X`` when a training step could take them, or None.
 
@@ -2080,8 +2094,8 @@ class BaseDSG(BaseEstimator):
             with self._training() as state:
                 Y = self._standardize_targets(state, Y, None, first=False)
                 config = self._train_config(state, checked)
-                self._run_epoch(state, config, X, Y, np.ones(X.shape[0]),
-                                np.arange(X.shape[0], dtype=np.int64), first)
+                sw, order = _unit_rows(X.shape[0])
+                self._run_epoch(state, config, X, Y, sw, order, first)
             return self
         first = not hasattr(self, "_coef")
         X, y = validate_data(self, X, y, dtype=self._model_dtype(), order="C",

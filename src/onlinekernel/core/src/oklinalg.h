@@ -170,8 +170,8 @@ OK_SMALL_ROWS(ok__small_f_portable, float, fmaf)
  * One term per sum (k = 1: a one-row step's rank-one gradient, m features x n
  * outputs): C[i][j] = alpha * fma(op(A)[i][0], op(B)[0][j], 0) + beta * C[i][j],
  * the tile kernels' chain of one term, so the same bits, without a packed
- * panel and a kernel call per four rows (measured: 16 blocks of 256 features,
- * one output, 1 us a block before).
+ * panel and a kernel call per four rows (a one-row step on 16 blocks of 256
+ * features and one output made 16 panels and 1,024 kernel calls).
  */
 #define OK_RANK_ONE(NAME, T, FMA)                                                        \
 static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, T alpha, const T *A,    \

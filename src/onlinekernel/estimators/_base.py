@@ -1255,9 +1255,7 @@ class BaseDSG(BaseEstimator):
         built = self.__dict__.get("_built_from")
         if not isinstance(built, dict):  # a model pickled before it was recorded
             return
-        # (the same object first: values built from immutable parameters are those objects)
-        changed = [k for k, v in built.items()
-                   if (now := getattr(self, k)) is not v and not _same(v, now)]
+        changed = [k for k, v in built.items() if not _same(v, getattr(self, k))]
         if changed:
             self._check_names()  # an invalid new value is reported as such
             now = ", ".join(f"{k}={getattr(self, k)!r}" for k in changed)
@@ -1525,7 +1523,7 @@ class BaseDSG(BaseEstimator):
           (``_commit``: refused if non-finite) in one ``dict.update``, so a
           ``predict`` running in another thread (which reads one snapshot of
           the dictionary) sees either the model before or the model after.
-          ``publish=False`` yields None: the scope of a public method
+          ``publish=False`` gives None: the scope of a public method
           (``transactional``), whose training opens its own ``_training``.
         """
         return _Transaction(self, state, publish)

@@ -151,3 +151,25 @@ def test_tile_products_refuse_what_they_cannot_multiply_in_place():
     with pytest.raises(ValueError, match="C-contiguous float64"):
         blas.tile_products(P, np.asfortranarray(np.ones((3, 2))), 2, lambda *a: a[2],
                            np.empty((4, 2)), np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_gram_accumulates_batches_in_place(dtype, layout):
+    # the normal equations summed over row batches: syrk into the same upper
+    # triangle, mirrored once at the end
+    P = np.random.default_rng(5).normal(size=(301, 37)).astype(dtype)
+    A = np.zeros((37, 37), order="F")
+    for r0 in range(0, 301, 64):
+        assert blas.gram(_layouts(P[r0:r0 + 64])[layout], out=A) is A
+    assert blas.mirror_upper(A) is A and np.array_equal(A, A.T)
+    np.testing.assert_allclose(A, P.astype(np.float64).T @ P.astype(np.float64),
+                               rtol=1e-4 if dtype == np.float32 else 1e-11,
+                               atol=1e-2 if dtype == np.float32 else 1e-9)
+
+
+@pytest.mark.parametrize("out", [np.zeros((5, 5)), np.zeros((5, 5), np.float32, order="F"),
+                                 np.zeros((4, 4), order="F")])
+def test_gram_refuses_an_out_it_cannot_accumulate_into(out):
+    with pytest.raises(ValueError, match="Fortran-ordered float64"):
+        blas.gram(np.ones((3, 5)), out=out)

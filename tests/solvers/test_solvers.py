@@ -882,3 +882,69 @@ def test_drawn_rows_form_the_preconditioner_by_chunks(monkeypatch, fit_intercept
     assert one.factor[0].dtype == chunked.factor[0].dtype == np.float64
     A = [np.tril(pre.factor[0]) @ np.tril(pre.factor[0]).T for pre in (one, chunked)]
     np.testing.assert_allclose(A[1], A[0], rtol=0, atol=1e-12 * np.abs(A[0]).max())
+
+
+@pytest.mark.parametrize("kind", ["kept", "regenerated", "nystrom"])
+@pytest.mark.parametrize("weights", ["equal", "unequal"])
+def test_gram_gives_the_right_hand_side_in_the_same_pass(kind, weights):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2500, 3))  # more rows than one regenerated batch
+    fmap = get_feature_map("nystrom" if kind == "nystrom" else "gaussian",
+                           n_components=16, gamma=0.5).bind(3)
+    if kind == "nystrom":
+        fmap.fit(X, 5, 2)
+    op = FeatureOperator(fmap, seed=5, n_blocks=2, X=X,
+                         max_bytes=0 if kind == "regenerated" else 1 << 30)
+    d = np.full(2500, 0.3) if weights == "equal" else rng.uniform(0.1, 2.0, 2500)
+    G = rng.normal(size=(2500, 2))
+    A, s, PtG = op.gram(d, G)
+    Phi = np.vstack([P for _, _, P in op.batches()])
+    np.testing.assert_allclose(A, Phi.T @ (d[:, None] * Phi), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(s, Phi.T @ d, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(PtG, op.rmatvec(G), rtol=1e-10, atol=1e-10)
+    A2, s2 = op.gram(d)
+    assert np.array_equal(A, A2) and np.array_equal(s, s2) and np.array_equal(A, A.T)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("alpha", [1e-2, 1e-7, 0.0])
+@pytest.mark.parametrize("cached", [False, True])
+def test_cholesky_reports_the_gradient_and_objective_a_pass_would(fit_intercept, alpha, cached):
+    # solve_cholesky takes them from its factor and the normal equations, without a
+    # pass over the features; they must be what one would measure (alpha = 0: the
+    # jittered system, whose shift is not part of the objective)
+    w = np.random.default_rng(7).uniform(0.5, 2.0, 400)
+    p, _, _ = _problem("squared", lambda X: np.hstack([_sine(X), _xor(X)]), n=400,
+                       alpha=alpha, fit_intercept=fit_intercept, K=2, cached=cached, w=w)
+    sol = solve_cholesky(p)
+    U = p.raw(sol.coef, sol.intercept)
+    g = Problem.norm(*p.gradient(sol.coef, U))
+    g0 = Problem.norm(*p.gradient(np.zeros_like(sol.coef), np.zeros_like(U)))
+    assert sol.gradient_norm == pytest.approx(g / g0, rel=1e-3, abs=1e-13)
+    assert sol.gradient_norm < 1e-8
+    value = p.value(sol.coef, U)
+    risk0 = p.value(np.zeros_like(sol.coef), np.zeros_like(U))
+    # to the rounding of J(0): the formula subtracts terms of its size
+    assert abs(sol.objective - value) <= 1e-12 * risk0 + 1e-9 * abs(value)
+
+
+def test_a_cholesky_fit_keeps_no_feature_matrix(monkeypatch):
+    # with at least as many rows as features the normal equations are its only pass
+    import onlinekernel.solvers.features as features
+    made = []
+    real = features.FeatureOperator.__init__
+
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(features.FeatureOperator, "__init__", spy)
+    X = np.random.default_rng(8).normal(size=(600, 3))
+    y = np.sin(X[:, 0])
+    DSGRegressor(solver="cholesky", max_blocks=2, block_size=64, random_state=0).fit(X, y)
+    assert made and not any(op.cached for op in made)
+    made.clear()
+    # fewer rows than features: the n x n system, on the kept rows
+    DSGRegressor(solver="cholesky", max_blocks=2, block_size=64, random_state=0).fit(X[:100],
+                                                                                      y[:100])
+    assert any(op.cached and op.shape == (100, 128) for op in made)

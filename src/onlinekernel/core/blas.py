@@ -31,7 +31,7 @@ from scipy.linalg import blas
 
 from onlinekernel.core.threads import one_blas_thread
 
-__all__ = ["gram", "matmul", "tile_products", "use_scipy"]
+__all__ = ["gram", "matmul", "mirror_upper", "tile_products", "use_scipy"]
 
 _GEMM = {np.dtype(np.float32): blas.sgemm, np.dtype(np.float64): blas.dgemm}
 _GEMV = {np.dtype(np.float32): blas.sgemv, np.dtype(np.float64): blas.dgemv}
@@ -116,7 +116,7 @@ def _deliver(product, out, accumulate):
     return out
 
 
-def gram(P, scipy=None):
+def gram(P, scipy=None, out=None):
     """``P.T @ P`` of a 2-D float array by one ``syrk`` (half the flops of a product).
 
     Parameters
@@ -125,13 +125,39 @@ def gram(P, scipy=None):
     scipy : bool, optional
         Through scipy's BLAS (else numpy's, which also calls ``syrk`` for
         ``P.T @ P``); None: :func:`use_scipy`.
+    out : ndarray of shape (M, M), float64, Fortran-ordered, optional
+        Accumulate ``P.T @ P`` into its upper triangle (``syrk`` in place for
+        float64 ``P``; the lower triangle is left as it is, or gets the
+        product's too), and return it; :func:`mirror_upper` then makes it
+        symmetric.  A Gram matrix summed over row batches so needs no
+        ``M x M`` temporary per batch (4,096 features: 128 MiB of fresh pages
+        each).
 
     Returns
     -------
     ndarray of shape (P.shape[1], P.shape[1])
         Symmetric, C-ordered, of ``P``'s dtype (numpy's product when BLAS
-        cannot take ``P`` as it is).
+        cannot take ``P`` as it is); ``out`` when given.
+
+    Examples
+    --------
+    >>> P = np.arange(6.0).reshape(3, 2)
+    >>> A = np.zeros((2, 2), order="F")
+    >>> A = mirror_upper(gram(P[2:], out=gram(P[:2], out=A)))
+    >>> bool(np.allclose(A, P.T @ P))
+    True
     """
+    if out is not None:
+        if not (out.dtype == np.float64 and out.flags.f_contiguous
+                and out.shape == (P.shape[1], P.shape[1])):
+            raise ValueError("gram accumulates into a Fortran-ordered float64 (M, M) array")
+        fp = _fortran(P) if P.dtype == np.float64 and P.ndim == 2 else None
+        if fp is None or 0 in P.shape:
+            out += P.T @ P  # float32 batches: their sums go to float64
+        else:
+            F, t = fp
+            blas.dsyrk(1.0, F, beta=1.0, c=out, trans=1 - t, lower=0, overwrite_c=1)
+        return out
     if scipy is None:
         scipy = use_scipy()
     syrk = _SYRK.get(P.dtype) if scipy and P.ndim == 2 else None
@@ -141,14 +167,26 @@ def gram(P, scipy=None):
     F, t = fp
     # P^T P is F^T F (t = 0) or F F^T (t = 1); syrk fills the upper triangle
     # (in Fortran order: the lower one of the C-ordered transpose read back)
-    G = syrk(1.0, F, trans=1 - t, lower=0)
-    # mirrored by column strips: whole-matrix index arrays or np.triu would take
-    # a temporary of G's size (8,192 features: 512 MiB)
+    return mirror_upper(syrk(1.0, F, trans=1 - t, lower=0)).T
+
+
+def mirror_upper(G):
+    """Copy the upper triangle of a square Fortran-ordered ``G`` into its lower one, in place.
+
+    By column strips: whole-matrix index arrays or ``np.triu`` would take a
+    temporary of ``G``'s size (8,192 features: 512 MiB).  Returns ``G``.
+
+    Examples
+    --------
+    >>> mirror_upper(np.asfortranarray([[1.0, 2.0], [0.0, 3.0]]))
+    array([[1., 2.],
+           [2., 3.]])
+    """
     for j in range(0, G.shape[0], _STRIP):
         G[j + _STRIP:, j:j + _STRIP] = G[j:j + _STRIP, j + _STRIP:].T
         strip = G[j:j + _STRIP, j:j + _STRIP]
         strip[np.tril_indices_from(strip, -1)] = strip.T[np.tril_indices_from(strip, -1)]
-    return G.T  # symmetric: its transpose is the same matrix, C-ordered
+    return G
 
 
 def tile_products(P, C, step, weigh, V, out):

@@ -293,9 +293,9 @@ class DistributedProblem(Problem):
                          "only sums over them: normal_equations, not per-row curvatures")
 
     def normal_equations(self):
-        A, s, h, gC, gb = self._sum(self._gather(
+        A, s, h, gC, gb, risk0 = self._sum(self._gather(
             self._each(_normal_equations, self.fit_intercept, self.K)))
-        return A, s, (float(h) if self.fit_intercept else 0.0), gC, gb
+        return A, s, (float(h) if self.fit_intercept else 0.0), gC, gb, float(risk0)
 
     def close(self):
         """Release the partitions on the workers."""

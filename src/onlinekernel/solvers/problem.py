@@ -146,23 +146,26 @@ class Problem:
     def normal_equations(self):
         """What the normal equations of a quadratic loss need, in one pass over the features.
 
-        Returns ``(A, s, h, gC, gb)``: ``A = Phi^T diag(d) Phi`` (``M x M``),
-        ``s = Phi^T d``, ``h = sum(d)`` (0 without an intercept) and the
-        gradient ``(gC, gb)`` at zero coefficients, for the curvatures ``d``
-        of :meth:`curvature_weights`.  All are sums over rows, so a
-        distributed problem adds up its partitions' terms.
+        Returns ``(A, s, h, gC, gb, risk0)``: ``A = Phi^T diag(d) Phi``
+        (``M x M``), ``s = Phi^T d``, ``h = sum(d)`` (0 without an
+        intercept), the gradient ``(gC, gb)`` at zero coefficients, for the
+        curvatures ``d`` of :meth:`curvature_weights`, and the risk at zero
+        outputs ``sum_i w_i loss(y_i, 0)`` (with the gradient and ``A``, the
+        quadratic objective anywhere, :func:`~onlinekernel.solvers.newton.solve_cholesky`).
+        All are sums over rows, so a distributed problem adds up its
+        partitions' terms.
         """
         if self._normal is not None:
-            A, s, h, gC, gb = self._normal
-            return A.copy(), s, h, gC, gb  # the solver overwrites A
+            A, s, h, gC, gb, risk0 = self._normal
+            return A.copy(), s, h, gC, gb, risk0  # the solver overwrites A
         d, G0 = self.curvature_weights()
         gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
-        gC = self.features.rmatvec(G0)
-        A, s = self.features.gram(d)
+        A, s, gC = self.features.gram(d, G0)
         h = float(d.sum()) if self.fit_intercept else 0.0
+        risk0 = float(self.w @ self.loss.loss(self.Y, np.zeros((self.Y.shape[0], self.K))))
         if self.keep_normal_equations:
-            self._normal = (A.copy(), s, h, gC, gb)
-        return A, s, h, gC, gb
+            self._normal = (A.copy(), s, h, gC, gb, risk0)
+        return A, s, h, gC, gb, risk0
 
     def row_gram(self):
         """``Phi Phi^T`` (``n x n``, float64) of the cached features, for fewer rows than features.

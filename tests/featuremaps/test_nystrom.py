@@ -313,3 +313,23 @@ def test_sklearn_estimator_checks(estimator, check, monkeypatch):
         # the checks' tiny datasets have fewer rows than 128 landmarks
         warnings.filterwarnings("ignore", message="nystrom: .* rows for", category=UserWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("rows", [50, 9])  # as many landmarks as features, and fewer
+def test_the_factor_applies_T_and_its_transpose(rows):
+    # T = sqrt(M) [L^{-T} | 0]: apply_transposed is the whitening of every row batch of a
+    # batch fit (one copy and a trsm in its result's memory), apply its adjoint
+    X = np.random.default_rng(1).normal(size=(rows, 2))
+    fmap = get_feature_map("nystrom", n_components=8, gamma=0.5).bind(2).fit(X, 0, 2)
+    f = fmap.linear_factor(0, 2)
+    L = fmap.fitted_arrays()["factor"][:f.width, :f.width]
+    T = np.zeros((f.width, 16))
+    T[:, :f.width] = 4.0 * np.linalg.inv(L).T
+    G = np.random.default_rng(2).normal(size=(f.width, 5))
+    for given in (G, np.asfortranarray(G), G.astype(np.float32)):
+        got = f.apply_transposed(given)
+        assert got.shape == (16, 5) and got.dtype == np.float64
+        np.testing.assert_allclose(got, T.T @ G, rtol=1e-6 if given.dtype == np.float32
+                                   else 1e-10, atol=1e-6)
+    np.testing.assert_allclose(f.apply(np.ones((16, 3))), T @ np.ones((16, 3)), rtol=1e-10)
+    assert np.array_equal(G, np.random.default_rng(2).normal(size=(f.width, 5)))  # unchanged

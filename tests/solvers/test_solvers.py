@@ -948,3 +948,31 @@ def test_a_cholesky_fit_keeps_no_feature_matrix(monkeypatch):
     DSGRegressor(solver="cholesky", max_blocks=2, block_size=64, random_state=0).fit(X[:100],
                                                                                       y[:100])
     assert any(op.cached and op.shape == (100, 128) for op in made)
+
+
+def test_a_cholesky_retry_forms_the_normal_equations_once(monkeypatch):
+    # a factorisation that fails is retried with the next jitter on the same normal
+    # equations (forming them again would take another pass over the features)
+    from onlinekernel.solvers import newton
+    p, _, _ = _problem("squared", _sine, n=400, alpha=1e-6, cached=False)
+    formed = []
+    real_normal, real_factor = p.normal_equations, newton.linalg.cho_factor
+    failures = iter([True])
+
+    def normal():
+        formed.append(1)
+        return real_normal()
+
+    def factor(A, **kw):
+        if next(failures, False):
+            raise newton.linalg.LinAlgError("not positive definite")
+        return real_factor(A, **kw)
+
+    monkeypatch.setattr(p, "normal_equations", normal)
+    monkeypatch.setattr(newton.linalg, "cho_factor", factor)
+    retried = solve_cholesky(p)
+    assert formed == [1]
+    monkeypatch.setattr(newton, "_JITTERS", newton._JITTERS[1:])
+    again = solve_cholesky(p)  # the second jitter from the start
+    assert np.array_equal(retried.coef, again.coef)
+    assert np.array_equal(retried.intercept, again.intercept)

@@ -140,21 +140,17 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
         d, G0 = problem.curvature_weights()
         gb = G0.sum(axis=0) if problem.fit_intercept else np.zeros(problem.K)
         gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
-    for jitter in _JITTERS:
-        try:
-            if dual:
+        for jitter in _JITTERS:
+            try:
                 C, b = _cholesky_dual(problem, d, G0, jitter)
-            else:  # (again after a failure: the factorisation overwrote A)
-                A, s, h, gC, gb, risk0 = problem.normal_equations()
-                C, b, grad = _cholesky_primal(problem, A, s, h, gC, gb, jitter)
-            break
-        except linalg.LinAlgError:
-            continue
+                break
+            except linalg.LinAlgError:
+                continue
+        else:
+            raise _indefinite()
     else:
-        raise linalg.LinAlgError(
-            f"solver 'cholesky': the normal equations are not positive definite even with "
-            f"a jitter of {_JITTERS[-1]:g} x their mean diagonal (non-finite features, or "
-            f"a negative penalty)")
+        A, s, h, gC, gb, risk0 = problem.normal_equations()
+        C, b, grad = _cholesky_primal(problem, A, s, h, gC, gb)
     if dual:
         U = problem.raw(C, b)
         grad = problem.gradient(C, U)
@@ -172,14 +168,24 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
     return Solution(C, b, 1, True, value, g / g0)
 
 
-def _cholesky_primal(problem, A, s, h, gC, gb, jitter=_JITTER):
+def _indefinite():
+    return linalg.LinAlgError(
+        f"solver 'cholesky': the normal equations are not positive definite even with "
+        f"a jitter of {_JITTERS[-1]:g} x their mean diagonal (non-finite features, or "
+        f"a negative penalty)")
+
+
+def _cholesky_primal(problem, A, s, h, gC, gb):
     """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``).
 
     ``A, s, h, gC, gb`` are :meth:`Problem.normal_equations`'s (``A`` is
-    overwritten); ``jitter`` times the mean diagonal is added to the
-    diagonal.  Returns ``C``, ``b`` and the gradient ``(dJ/dC, dJ/db)`` at
-    them, from the factor: with ``L L^T = A_c + (lam + shift) I`` (``A_c``
-    the weighted-centred Gram matrix, ``shift`` the jitter),
+    changed in place); the first of :data:`_JITTERS` whose multiple of the
+    mean diagonal, added to the diagonal, lets the factorisation through is
+    kept (the factor is a copy, so a retry only resets the diagonal: the
+    normal equations are not formed again, which would take another pass
+    over the features).  Returns ``C``, ``b`` and the gradient ``(dJ/dC,
+    dJ/db)`` at them, from the factor: with ``L L^T = A_c + (lam + shift)
+    I`` (``A_c`` the weighted-centred Gram matrix, ``shift`` the jitter),
     ``dJ/dC = L L^T C - shift C - rhs``, two triangular products
     (``O(M^2 K)``) where a pass over the features costs ``O(n M K)``; the
     intercept's ``gb + s^T C + h b`` is zero by the choice of ``b``, to
@@ -192,9 +198,18 @@ def _cholesky_primal(problem, A, s, h, gC, gb, jitter=_JITTER):
         rhs = -(gC - np.outer(s, gb) / h)
     else:
         rhs = -gC
-    shift = jitter * max(np.trace(A) / M, 1e-300)
-    A[np.diag_indices_from(A)] += problem.lam + shift
-    factor = linalg.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+    mean = max(np.trace(A) / M, 1e-300)
+    diagonal = A.diagonal().copy()
+    for jitter in _JITTERS:
+        shift = jitter * mean
+        A[np.diag_indices_from(A)] = diagonal + (problem.lam + shift)
+        try:
+            factor = linalg.cho_factor(A, lower=True, check_finite=False)
+            break
+        except linalg.LinAlgError:
+            continue
+    else:
+        raise _indefinite()
     C = linalg.cho_solve(factor, rhs, check_finite=False)
     b = -(gb + s @ C) / h if h > 0 else np.zeros(problem.K)
     gradC = _factor_times(factor[0], C) - shift * C - rhs

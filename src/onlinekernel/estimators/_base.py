@@ -57,7 +57,7 @@ from onlinekernel.solvers.dsg import BlockSource, ModelState, StepPlan, block_fe
 from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
-    BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype,
+    BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype, feature_room,
     solver_memory)
 from onlinekernel.solvers.features import as_rows
 from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
@@ -1668,14 +1668,10 @@ class BaseDSG(BaseEstimator):
         fmap = state["feature_map_"]
         if n_blocks is None:
             n_blocks = self._budget_blocks(state["_n_outputs"])
-        if solver == "cholesky" and X.shape[0] >= n_blocks * fmap.n_components:
-            # the normal equations read the rows once and nothing reads them after
-            # the solve: generated batch by batch, never kept whole (a kept matrix
-            # is fresh memory to fault in: pendigits, 512 features, 30 MB of the
-            # fit's 80 ms took 35 ms more in a new process)
-            room = 0
         return FeatureOperator(fmap, state["seed_"], n_blocks, X,
-                               max_bytes=room, n_jobs=check_n_jobs(self.n_jobs),
+                               max_bytes=feature_room(solver, X.shape[0],
+                                                      n_blocks * fmap.n_components, room),
+                               n_jobs=check_n_jobs(self.n_jobs),
                                dtype=feature_dtype(solver, X.dtype, self.tol))
 
     def _use_gamma(self, state, X, sw, gamma):

@@ -349,9 +349,10 @@ class FeatureOperator:
         d = np.asarray(d, dtype=np.float64)
         if np.any(d < 0):
             raise ValueError("gram needs non-negative row weights (a convex loss)")
-        PtG = None if G is None else np.zeros((M, G.shape[1]), dtype=np.float64)
+        PtG = None
         if G is not None:
             G = np.asarray(G, dtype=self.dtype)
+            PtG = np.zeros((M, G.shape[1]), dtype=np.float64)
         # equal weights (a quadratic loss without sample weights) scale the plain
         # Gram matrix: no weighted copy of the rows, and a kept float64 matrix in
         # one syrk (float32 products stay batch-sized: their sums go to float64)

@@ -148,14 +148,12 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
                 continue
         else:
             raise _indefinite()
-    else:
-        A, s, h, gC, gb, risk0 = problem.normal_equations()
-        C, b, grad = _cholesky_primal(problem, A, s, h, gC, gb)
-    if dual:
         U = problem.raw(C, b)
         grad = problem.gradient(C, U)
         value = problem.value(C, U)
     else:
+        A, s, h, gC, gb, risk0 = problem.normal_equations()
+        C, b, grad = _cholesky_primal(problem, A, s, h, gC, gb)
         # a quadratic J(x) = J(0) + g0.x + x.H x / 2 has g(x) = g0 + H x, so
         # J(x) = J(0) + x.(g0 + g(x)) / 2: no pass over the features after the
         # solve (its two products with Phi were 16 % of pendigits' 512-feature fit)
@@ -179,18 +177,19 @@ def _cholesky_primal(problem, A, s, h, gC, gb):
     """``(Phi^T D Phi + lam I) C = -gC`` with the intercept eliminated (``M x M``).
 
     ``A, s, h, gC, gb`` are :meth:`Problem.normal_equations`'s (``A`` is
-    changed in place); the first of :data:`_JITTERS` whose multiple of the
-    mean diagonal, added to the diagonal, lets the factorisation through is
-    kept (the factor is a copy, so a retry only resets the diagonal: the
-    normal equations are not formed again, which would take another pass
-    over the features).  Returns ``C``, ``b`` and the gradient ``(dJ/dC,
-    dJ/db)`` at them, from the factor: with ``L L^T = A_c + (lam + shift)
-    I`` (``A_c`` the weighted-centred Gram matrix, ``shift`` the jitter),
-    ``dJ/dC = L L^T C - shift C - rhs``, two triangular products
-    (``O(M^2 K)``) where a pass over the features costs ``O(n M K)``; the
-    intercept's ``gb + s^T C + h b`` is zero by the choice of ``b``, to
-    rounding.  This certifies the solve of the normal equations, the way
-    the features' pass did, up to the Gram matrix's own rounding.
+    overwritten by the factor); the first of :data:`_JITTERS` whose
+    multiple of the mean diagonal, added to the diagonal, lets the
+    factorisation through is kept (:func:`~onlinekernel.core.cholesky.jittered_cholesky`:
+    in place, a retry restores the matrix from its other triangle, so the
+    normal equations are neither copied nor formed again).  Returns ``C``,
+    ``b`` and the gradient ``(dJ/dC, dJ/db)`` at them, from the factor:
+    with ``L L^T = A_c + (lam + shift) I`` (``A_c`` the weighted-centred
+    Gram matrix, ``shift`` the jitter), ``dJ/dC = L L^T C - shift C -
+    rhs``, two triangular products (``O(M^2 K)``) where a pass over the
+    features costs ``O(n M K)``; the intercept's ``gb + s^T C + h b`` is
+    zero by the choice of ``b``, to rounding.  This certifies the solve of
+    the normal equations, the way the features' pass did, up to the Gram
+    matrix's own rounding.
     """
     M = problem.M
     if h > 0:  # eliminate the intercept: the weighted-centred Gram matrix
@@ -198,21 +197,16 @@ def _cholesky_primal(problem, A, s, h, gC, gb):
         rhs = -(gC - np.outer(s, gb) / h)
     else:
         rhs = -gC
+    A = np.ascontiguousarray(A)  # (a Gram matrix is: no copy)
     mean = max(np.trace(A) / M, 1e-300)
-    diagonal = A.diagonal().copy()
-    for jitter in _JITTERS:
-        shift = jitter * mean
-        A[np.diag_indices_from(A)] = diagonal + (problem.lam + shift)
-        try:
-            factor = linalg.cho_factor(A, lower=True, check_finite=False)
-            break
-        except linalg.LinAlgError:
-            continue
-    else:
-        raise _indefinite()
-    C = linalg.cho_solve(factor, rhs, check_finite=False)
+    try:
+        L, added = jittered_cholesky(A, (problem.lam + j * mean for j in _JITTERS), clean=False)
+    except linalg.LinAlgError:
+        raise _indefinite() from None
+    shift = added - problem.lam
+    C = linalg.cho_solve((L, True), rhs, check_finite=False)
     b = -(gb + s @ C) / h if h > 0 else np.zeros(problem.K)
-    gradC = _factor_times(factor[0], C) - shift * C - rhs
+    gradC = _factor_times(L, C) - shift * C - rhs
     gradb = gb + s @ C + h * b if h > 0 else np.zeros(problem.K)
     return C, b, (gradC, gradb)
 

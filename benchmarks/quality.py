@@ -35,10 +35,8 @@ timed region), four contenders are scored on the test set:
    these larger representations gamma and the penalty tuned again along
    the grid, all within the same time budget; the representation and
    setting with the best validation error among the fits that converged
-   (an iterative solver stopped at ``max_iter`` is no candidate; a Nystrom
-   trial's error counts one standard error of the validation lower, since
-   its refit takes its centres from the full training set) are refit on
-   the full training set (a Nystrom model with ``NYSTROM_REFIT_GROWTH``
+   (an iterative solver stopped at ``max_iter`` is no candidate) are refit
+   on the full training set (a Nystrom model with ``NYSTROM_REFIT_GROWTH``
    times its centres when the refit cap allows it).  That refit is timed,
    and so are the same setting's fits with fewer features and the refits
    stopped after fewer iterations (the iterative solvers): each a cold fit,
@@ -616,10 +614,10 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     then 16,384 random features (if the tuning budget and the refit cap
     allow), and at each of these larger representations gamma and the
     penalty re-tuned (:func:`_refine`); the converged trial with the lowest
-    validation error (Nystrom's less one standard error, :func:`_ranking`)
-    is the tuned model (a fit stopped unconverged at ``max_iter`` is scored
-    and recorded, but is no candidate, unless no fit converged).  Each fit
-    runs in a worker stopped when the budget runs out, so the cap holds.
+    validation error is the tuned model (a fit stopped unconverged at
+    ``max_iter`` is scored and recorded, but is no candidate, unless no fit
+    converged).  Each fit runs in a worker stopped when the budget runs
+    out, so the cap holds.
     """
     budget = Budget(cfg["tune_budget_s"])
     walk_blocks, blocks = block_counts(mode == "quick")
@@ -669,7 +667,6 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     by_loss = {}
     for t in sorted(ok, key=lambda t: t["error"]):
         by_loss.setdefault(t["loss"], t)
-    rank = _ranking(task, int(prep.X_eval.shape[0]))
     feature_notes, kernel_notes, candidates = [], [], []
     for cand in by_loss.values():
         notes = [_try_features(task, prep, seed, blocks[0], walk_blocks, n_full, cfg, budget,
@@ -682,7 +679,7 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
                   for b, prev in zip(blocks[1:], blocks[:-1])]
         same = [t for t in trials if "error" in t and not t.get("refit_over_cap")
                 and same_setting(t, cand) and (t is cand or _converged(t))]
-        top = min(same, key=rank)
+        top = min(same, key=lambda t: t["error"])
         if top is cand and notes[0] and "over the tuning budget" in notes[0]:
             # the budget left no room to validate 4,096 features: refit with them, the
             # estimators' default count, rather than with the walk's smaller model
@@ -691,44 +688,20 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
         else:
             # each larger representation tried, best validated first, re-tuned
             # while the budget lasts (the order at the walk's setting may not hold)
-            larger = sorted((t for t in same if t is not cand), key=rank)
+            larger = sorted((t for t in same if t is not cand), key=lambda t: t["error"])
             for rep in larger:
                 refined, note = _refine(task, prep, seed, mode, budget, rep, trials)
                 notes.append(note)
-                top = min(top, refined, key=rank)
+                top = min(top, refined, key=lambda t: t["error"])
         candidates.append(top)
         tag = f"{cand['loss']}: " if len(by_loss) > 1 else ""
         feature_notes += [tag + m for m in notes if m]
         kernel_notes += [tag + kernel_note] if kernel_note else []
-    best = min(candidates, key=rank)
+    best = min(candidates, key=lambda t: t["error"])
     for msg in feature_notes + kernel_notes:
         log(f"    ours tune: {msg}")
     return best, dict(info, time_s=budget.used(), features_note="; ".join(feature_notes) or None,
                       kernel_note="; ".join(kernel_notes) or None)
-
-
-def _ranking(task, n_val):
-    """Sort key of tuning trials: the validation error, less one standard error for Nystrom.
-
-    The tuning rows understate what Nystrom features gain on the full training
-    set: its refit takes its centres from ten times the rows (and
-    :data:`NYSTROM_REFIT_GROWTH` times as many), converging on the exact
-    kernel machine, where random features stay the same approximation.  Within
-    the validation's noise (one standard error of the error rate on ``n_val``
-    rows, or of an RMSE, about ``RMSE / sqrt(2 n_val)``), Nystrom is
-    preferred.  magic04: logistic on 4,096 Nystrom centres validated 14.59 %
-    against 14.43 % on 4,096 random features (3,043 validation rows: one
-    standard error 0.64 pp), and tested 12.41 % against 13.46 % (exact SVC
-    12.36 %).
-    """
-    def rank(t):
-        if t.get("kernel", "gaussian") != "nystrom":
-            return t["error"]
-        if task == "classification":
-            p = t["error"] / 100.0
-            return t["error"] - 100.0 * np.sqrt(p * (1.0 - p) / n_val)
-        return t["error"] * (1.0 - 1.0 / np.sqrt(2.0 * n_val))
-    return rank
 
 
 def _grown(prev, blocks):
@@ -1802,8 +1775,8 @@ def tune_features(quick):
 
 
 def sizes_text(quick):
-    blocks = block_counts(quick)[1]
-    return " and ".join(f"{b * BLOCK_SIZE:,}" for b in blocks)
+    """The feature stage's random-feature counts, as text."""
+    return [f"{b * BLOCK_SIZE:,}" for b in block_counts(quick)[1]]
 
 
 def tune_rows_text(cfg):
@@ -1824,6 +1797,7 @@ def retimed_text(report):
 
 def markdown_report(report, results, s, cfg, quick):
     n = s["n_datasets"]
+    sizes = sizes_text(quick)
     head = (f"`python {report['command']}` — {report['created']}, scikit-learn "
             f"{sklearn.__version__}, onlinekernel {onlinekernel.__version__}, BLAS threads "
             f"{report['blas_threads']}, wall time {report['wall_time_s']:.0f} s, load average "
@@ -1834,9 +1808,10 @@ def markdown_report(report, results, s, cfg, quick):
             f"{tune_rows_text(cfg)} rows of the training part of a validation split, scored "
             f"on at most {(cfg['val_rows'] or VAL_MAX_ROWS):,} of its validation rows; "
             f"ours walks in at most {WALK_SHARE:.0%} of its budget (each loss's grid in "
-            f"turn, cheapest first), then tries {sizes_text(quick)} random features and "
-            f"Nystrom's {sizes_text(quick).split(' and ')[0]} at each loss's best setting "
-            f"and re-tunes gamma and the penalty at the larger representations; a Nystrom "
+            f"turn, cheapest first), then tries {sizes[0]} random features, Nystrom's "
+            f"{sizes[0]} and {sizes[1]} random features at each loss's best setting "
+            f"and re-tunes gamma and the penalty at the larger representations; the tuned "
+            f"model is the converged fit with the best validation error; a Nystrom "
             f"model is refit with {NYSTROM_REFIT_GROWTH}x its centres where its refit cap "
             f"allows; the pipeline runs with {PIPELINE['n_components']:,} features (and, "
             f"for its curve, each halving of {PIPELINE['n_components']:,} down to "

@@ -946,8 +946,9 @@ def refit_ours(full, task, setting, seed, cfg, log):
         return pts, spent, None
 
     # the final model first, at the ladder's top: the cap cannot then be spent on the
-    # curve's rungs before it (covtype_binary_sub20k: the cold fits at 1, 4, 16 and
-    # 64 dual-cd epochs took the 90 s, and the final model stopped unconverged at 64)
+    # curve's rungs before it (covtype_binary_sub20k: the cold fits at 1, 4, 16 and 64
+    # dual-cd epochs took 40 s, 256 epochs were predicted at 61 s with 49 s left, and
+    # the final model was the one stopped unconverged at 64)
     curve, spent, note = climb(top, cap, ladder[-1:])
     notes = [note] if note else []
     final = dict(curve[-1], converged=_converged(curve[-1])) if curve else None

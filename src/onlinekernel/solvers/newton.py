@@ -140,14 +140,7 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
         d, G0 = problem.curvature_weights()
         gb = G0.sum(axis=0) if problem.fit_intercept else np.zeros(problem.K)
         gC = problem.features.rmatvec(G0)  # the gradient at zero: -Phi^T D t
-        for jitter in _JITTERS:
-            try:
-                C, b = _cholesky_dual(problem, d, G0, jitter)
-                break
-            except linalg.LinAlgError:
-                continue
-        else:
-            raise _indefinite()
+        C, b = _cholesky_dual(problem, d, G0)
         U = problem.raw(C, b)
         grad = problem.gradient(C, U)
         value = problem.value(C, U)
@@ -222,22 +215,32 @@ def _factor_times(L, X):
     return trmm(1.0, L.T, Y, lower=0, trans_a=1, overwrite_b=1)
 
 
-def _cholesky_dual(problem, d, G0, jitter=_JITTER):
+def _cholesky_dual(problem, d, G0):
     """The same optimum through the ``n x n`` system, for fewer rows than features.
 
     With ``C = Phi^T a`` (the representer theorem on the features) and
     ``a = D^{1/2} beta``: ``(lam I + D^{1/2} Phi Phi^T D^{1/2}) beta =
     D^{1/2} (t - b)``, where the targets are ``t = -G0 / D``; the unpenalised
-    intercept adds the constraint ``sum a = 0``, which fixes ``b``.
+    intercept adds the constraint ``sum a = 0``, which fixes ``b``.  The
+    first of :data:`_JITTERS` whose multiple of the mean diagonal lets the
+    factorisation through is kept (a retry forms the system again from the
+    kept row Gram matrix: the common first try makes no extra copy).
     """
     Phi = problem.features.dense()
     n = Phi.shape[0]
     r = np.sqrt(d)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(d[:, None] > 0, -G0 / d[:, None], 0.0)
-    S = (r[:, None] * problem.row_gram()) * r[None, :]
-    S[np.diag_indices(n)] += problem.lam + jitter * max(np.trace(S) / n, 1e-300)
-    factor = linalg.cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
+    for jitter in _JITTERS:
+        S = (r[:, None] * problem.row_gram()) * r[None, :]
+        S[np.diag_indices(n)] += problem.lam + jitter * max(np.trace(S) / n, 1e-300)
+        try:
+            factor = linalg.cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
+            break
+        except linalg.LinAlgError:
+            continue
+    else:
+        raise _indefinite()
     beta = linalg.cho_solve(factor, r[:, None] * t, check_finite=False)
     b = np.zeros(problem.K)
     if problem.fit_intercept and d.sum() > 0:

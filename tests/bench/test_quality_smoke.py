@@ -304,6 +304,52 @@ def test_refit_fits_the_final_model_before_the_rungs_of_the_curve(monkeypatch):
     assert len([c for c in curve if c["n_features"] == 4096]) == 6
 
 
+def test_refit_of_a_squared_loss_solved_by_conjugate_gradients_loosens_its_tol(monkeypatch):
+    # kin40k: the squared loss on 2,048 and 4,096 Nystrom centres is one Newton step of
+    # conjugate gradients, whose iterations max_iter does not count; its cheaper points
+    # are fits at a looser tol.  An exact (cholesky) solve has none.
+    calls = []
+
+    def fit(prep, task, params, cap_s):
+        m, tol = _features(params), params.get("tol", quality.ESTIMATOR_TOL)
+        calls.append((m, tol))
+        solver = "newton-cg" if m >= 2048 else "cholesky"
+        cost = m / 1024 * (1.0 if solver == "cholesky" else 1.0 + np.log10(1 / tol) / 4)
+        return {"time_s": cost, "error": 1.0 / m + tol, "solver": solver, "n_iter": 1,
+                "warnings": []}
+
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    setting = {"gamma": 0.1, "alpha_krr": 0.1, "loss": "squared", "max_blocks": 16}
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    tol = quality.ESTIMATOR_TOL
+    assert calls == [(4096, tol), (4096, 1e-2), (4096, 1e-3),
+                     (128, tol), (256, tol), (512, tol), (1024, tol),
+                     (2048, tol), (2048, 1e-2), (2048, 1e-3)]
+    assert final["n_features"] == 4096 and final["tol"] == tol
+    assert sorted(c["tol"] for c in curve if c["n_features"] == 2048) == [tol, 1e-3, 1e-2]
+    # the fallback to a smaller model takes a fit at the estimators' tol, never a looser one
+    calls.clear()
+
+    def failing_top(prep, task, params, cap_s):
+        if _features(params) == 4096:
+            return {"failed": "over the 90 s cap", "timeout": True}
+        return fit(prep, task, params, cap_s)
+
+    monkeypatch.setattr(quality, "capped_fit", failing_top)
+    params, final, curve, note = quality.refit_ours(
+        SimpleNamespace(n=1000), "regression", setting, 0, {"refit_cap_s": 90.0},
+        lambda msg: None)
+    assert final["n_features"] == 2048 and final["tol"] == tol
+    # too little of the cap left for the converged fit's time: no looser fit is run
+    calls.clear()
+    monkeypatch.setattr(quality, "capped_fit", fit)
+    quality.refit_ours(SimpleNamespace(n=1000), "regression", setting, 0,
+                       {"refit_cap_s": 6.0}, lambda msg: None)
+    assert (4096, 1e-2) not in calls and (4096, tol) in calls
+
+
 def test_the_cap_stops_the_fit_not_the_scoring():
     import time
 

@@ -94,6 +94,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import datetime
 import json
 import multiprocessing
+import operator
 import platform
 import subprocess
 import sys
@@ -192,6 +193,8 @@ MEMORY_CAP = 6 * 2 ** 30
 # The estimators' default tol (the benchmark keeps it): it sets the features'
 # precision of the iterative solvers.
 ESTIMATOR_TOL = DSGClassifier().tol
+# the sort key of trials and fits: their (validation or test) error
+by_error = operator.itemgetter("error")
 
 PIPELINE = {"n_components": 4096, "batch_rows": 256, "max_passes": 10,
             "losses": {"classification": ("hinge", "log_loss"),
@@ -666,7 +669,7 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
     # a loss whose 1,024-feature fit is a little behind may be the one whose 4,096
     # features the budget affords (multiclass: squared costs one solve, hinge one per class)
     by_loss = {}
-    for t in sorted(ok, key=lambda t: t["error"]):
+    for t in sorted(ok, key=by_error):
         by_loss.setdefault(t["loss"], t)
     feature_notes, kernel_notes, candidates = [], [], []
     for cand in by_loss.values():
@@ -680,7 +683,7 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
                   for b, prev in zip(blocks[1:], blocks[:-1])]
         same = [t for t in trials if "error" in t and not t.get("refit_over_cap")
                 and same_setting(t, cand) and (t is cand or _converged(t))]
-        top = min(same, key=lambda t: t["error"])
+        top = min(same, key=by_error)
         if top is cand and notes[0] and "over the tuning budget" in notes[0]:
             # the budget left no room to validate 4,096 features: refit with them, the
             # estimators' default count, rather than with the walk's smaller model
@@ -689,16 +692,16 @@ def tune_ours(task, prep, seed, mode, cfg, n_full, log, state):
         else:
             # each larger representation tried, best validated first, re-tuned
             # while the budget lasts (the order at the walk's setting may not hold)
-            larger = sorted((t for t in same if t is not cand), key=lambda t: t["error"])
+            larger = sorted((t for t in same if t is not cand), key=by_error)
             for rep in larger:
                 refined, note = _refine(task, prep, seed, mode, budget, rep, trials)
                 notes.append(note)
-                top = min(top, refined, key=lambda t: t["error"])
+                top = min(top, refined, key=by_error)
         candidates.append(top)
         tag = f"{cand['loss']}: " if len(by_loss) > 1 else ""
         feature_notes += [tag + m for m in notes if m]
         kernel_notes += [tag + kernel_note] if kernel_note else []
-    best = min(candidates, key=lambda t: t["error"])
+    best = min(candidates, key=by_error)
     for msg in feature_notes + kernel_notes:
         log(f"    ours tune: {msg}")
     return best, dict(info, time_s=budget.used(), features_note="; ".join(feature_notes) or None,
@@ -921,6 +924,22 @@ def refit_ours(full, task, setting, seed, cfg, log):
         return dict(rec, max_blocks=blocks_of(m)[0], n_features=m, max_iter=max_iter,
                     tol=tol)
 
+    def fit_rung(m, p, left, **over):
+        """One cold fit of ``m`` features, parameters ``p`` with ``over``, in ``left`` seconds.
+
+        Returns its point (None when it failed), the seconds it spent (all of
+        ``left`` when it ran over) and a note when it failed.
+        """
+        q = dict(p, **over)
+        what = ", ".join(f"{k}={v:g}" for k, v in over.items())
+        rec = capped_fit(full, task, q, left)
+        if "failed" in rec:
+            return (None, left if rec.get("timeout") else 0.0,
+                    f"{m} features, {what}: {rec['failed']}")
+        log(f"    refit {m} features, {what}: {fmt_err(task, rec['error'])} in "
+            f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
+        return point(rec, m, q["max_iter"], q.get("tol", ESTIMATOR_TOL)), rec["time_s"], None
+
     params = params_of(top)
     cap = cfg["refit_cap_s"]
     ladder = LADDERS.get(OURS_SOLVER[params["loss"]], (1000,))
@@ -942,15 +961,12 @@ def refit_ours(full, task, setting, seed, cfg, log):
                     return pts, spent, (f"{m} features stopped before max_iter={k}: predicted "
                                         f"{pred:.0f} s, {left - spent:.0f} s left of the "
                                         f"{cap:.0f} s cap")
-            rec = capped_fit(full, task, dict(p, max_iter=k), left - spent)
-            if "failed" in rec:
-                spent = left if rec.get("timeout") else spent
-                return pts, spent, f"{m} features, max_iter={k}: {rec['failed']}"
-            spent += rec["time_s"]
-            pts.append(point(rec, m, k))
-            log(f"    refit {m} features, max_iter={k}: {fmt_err(task, rec['error'])} in "
-                f"{rec['time_s']:.1f} s ({rec['n_iter']} iterations)")
-            if _converged(rec) or i == len(rungs) - 1:
+            pt, used, failed = fit_rung(m, p, left - spent, max_iter=k)
+            spent += used
+            if failed:
+                return pts, spent, failed
+            pts.append(pt)
+            if _converged(pt) or i == len(rungs) - 1:
                 break
         return pts, spent, None
 
@@ -967,20 +983,17 @@ def refit_ours(full, task, setting, seed, cfg, log):
         if not (quadratic and ref["solver"] == "newton-cg" and ref["n_iter"] == 1
                 and _converged(ref)):
             return pts, spent, None
+        p = dict(params_of(m), max_iter=ref["max_iter"])
         for t in TOL_LADDER:
             if ref["time_s"] > left - spent:
                 return pts, spent, (f"{m} features stopped before tol={t:g}: predicted "
                                     f"{ref['time_s']:.0f} s, {left - spent:.0f} s left of "
                                     f"the {cap:.0f} s cap")
-            rec = capped_fit(full, task, dict(params_of(m), max_iter=ref["max_iter"], tol=t),
-                             left - spent)
-            if "failed" in rec:
-                spent = left if rec.get("timeout") else spent
-                return pts, spent, f"{m} features, tol={t:g}: {rec['failed']}"
-            spent += rec["time_s"]
-            pts.append(point(rec, m, ref["max_iter"], tol=t))
-            log(f"    refit {m} features, tol={t:g}: {fmt_err(task, rec['error'])} in "
-                f"{rec['time_s']:.1f} s")
+            pt, used, failed = fit_rung(m, p, left - spent, tol=t)
+            spent += used
+            if failed:
+                return pts, spent, failed
+            pts.append(pt)
         return pts, spent, None
 
     # the final model first, at the ladder's top: the cap cannot then be spent on the
@@ -1049,7 +1062,7 @@ def refit_ours(full, task, setting, seed, cfg, log):
     # features' ladder stopped at the cap after 2 Newton steps, 2.82 %), else the
     # last model tried
     done = [c for c in curve if c["n_features"] < top and _converged(c)
-            and c.get("tol", ESTIMATOR_TOL) == ESTIMATOR_TOL]
+            and c["tol"] == ESTIMATOR_TOL]
     if (unconverged and done) or (final is None and curve):
         last = max(done, key=n_features) if done else curve[-1]
         params = params_of(last["n_features"])
@@ -1127,7 +1140,7 @@ def tune_pipeline(task, prep, seed, mode, cfg, log):
             trials.append({**setting, "passes": curve[i]["pass"], "error": curve[i]["error"],
                            "time_s": curve[-1]["time_s"],
                            "errors_by_pass": [c["error"] for c in curve]})
-    best = min(trials, key=lambda t: t["error"])
+    best = min(trials, key=by_error)
     return best, {"trials": trials, "skipped": skipped, "time_s": budget.used(),
                   "budget_s": cfg["tune_budget_s"], "n_train_rows": prep.n,
                   "n_validation_rows": int(prep.X_eval.shape[0]),

@@ -873,7 +873,7 @@ NYSTROM_REFIT_GROWTH = 2
 
 
 # max_iter ladders of the refit (cold fits, each timed): the error-against-time curve
-LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 4, 8, 16, 1000),
+LADDERS = {"dual-cd": (1, 4, 16, 64, 256, 1000), "newton-cg": (1, 2, 3, 4, 6, 8, 16, 1000),
            "lbfgs": (4, 16, 64, 256, 1000), "cholesky": (1000,)}
 # looser tols of a quadratic loss's fit by conjugate gradients: its one Newton
 # step holds all its iterations, so a user who stops it sooner sets tol, not

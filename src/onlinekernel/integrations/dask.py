@@ -39,7 +39,7 @@ import numbers
 import numpy as np
 
 from onlinekernel.solvers import FeatureOperator, Problem
-from onlinekernel.solvers.problem import weighted_hessian_product
+from onlinekernel.solvers.problem import constant_terms, weighted_hessian_product
 
 __all__ = ["is_dask_collection", "DistributedProblem", "RowArray", "fit", "partial_fit",
            "map_rows"]
@@ -107,6 +107,10 @@ def _gradient(part, U):
 def _hessian(part, U, VC, vb):
     hC, hb, _ = weighted_hessian_product(part.op, part.loss, part.Y, part.w, U, VC, vb)
     return hC, hb
+
+
+def _constant_terms(part, b):
+    return constant_terms(part.loss, part.Y, part.w, b)
 
 
 def _normal_equations(part, fit_intercept, K):
@@ -285,6 +289,11 @@ class DistributedProblem(Problem):
         hC = hC + self.lam * VC
         hb = hb if self.fit_intercept else np.zeros(self.K)
         return (hC, hb, V) if outputs else (hC, hb)
+
+    def constant_terms(self, b):
+        value, grad, hess = self._sum(self._gather(
+            self._each(_constant_terms, np.asarray(b, dtype=np.float64))))
+        return float(value), grad, hess
 
     def curvature_weights(self):
         # the per-row curvatures live on the workers; the solvers that need them

@@ -18,7 +18,37 @@ import numpy as np
 
 from onlinekernel.core import blas
 
-__all__ = ["Problem", "Solution", "weighted_hessian_product"]
+__all__ = ["Problem", "Solution", "weighted_hessian_product", "constant_terms"]
+
+
+def constant_terms(loss, Y, w, b):
+    """The risk of the constant outputs ``b`` (shape ``(K,)``) on every row, with its derivatives.
+
+    Returns ``(value, grad, hess)``: ``sum_i w_i loss(y_i, b)``, its
+    gradient ``(K,)`` and Hessian ``(K, K)`` with respect to ``b``, from the
+    loss protocol (``loss``, ``gradient``, ``hessian_product``).  Sums over
+    rows, so a distributed problem adds up its partitions' terms.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_loss
+    >>> v, g, H = constant_terms(get_loss("squared"), np.array([[1.0], [3.0]]),
+    ...                          np.array([0.5, 0.5]), np.zeros(1))
+    >>> float(g[0]), float(H[0, 0])
+    (-2.0, 1.0)
+    """
+    n, K = Y.shape[0], b.shape[0]
+    U = np.empty((n, K))
+    U[:] = b
+    value = float(w @ loss.loss(Y, U))
+    grad = w @ loss.gradient(Y, U)
+    hess = np.empty((K, K))
+    E = np.zeros((n, K))
+    for k in range(K):  # column k of the Hessian: its product with the unit vector e_k
+        E[:, k] = 1.0
+        hess[:, k] = w @ loss.hessian_product(Y, U, E)
+        E[:, k] = 0.0
+    return value, np.asarray(grad, dtype=np.float64), hess
 
 
 def weighted_hessian_product(features, loss, Y, w, U, VC, vb):
@@ -94,6 +124,10 @@ class Problem:
 
     def raw(self, C, b):
         """Raw outputs ``Phi C + b``, shape ``(n, K)``."""
+        if not np.any(C):  # a cold start: no pass over the features for zeros
+            U = np.empty((self.features.shape[0], self.K))
+            U[:] = b
+            return U
         return self.features.matvec(C) + b
 
     def value(self, C, U):
@@ -179,6 +213,10 @@ class Problem:
         if self.keep_normal_equations:
             self._row_gram = K.copy()
         return K
+
+    def constant_terms(self, b):
+        """:func:`constant_terms` of this problem's rows (the intercept-only risk at ``b``)."""
+        return constant_terms(self.loss, self.Y, self.w, np.asarray(b, dtype=np.float64))
 
     def reference_gradient_norm(self, C, b, gnorm):
         """``|grad J|`` at the zero model (``C = 0``, ``b = 0``): what the solvers' ``tol`` is relative to.

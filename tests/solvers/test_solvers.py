@@ -233,6 +233,25 @@ def test_newton_first_step_learns_more_than_the_class_prior():
     assert converged.objective == pytest.approx(ref.objective, rel=1e-10)
 
 
+def test_cg_truncates_its_step_at_the_radius():
+    from onlinekernel.solvers.newton import _cg
+    p, _, _ = _problem("logistic", _xor, alpha=1e-6)
+    C, b = np.zeros((p.M, 1)), np.zeros(1)
+    U = p.raw(C, b)
+    gC, gb = p.gradient(C, U)
+    free = _cg(p, U, gC, gb, 1e-6, 50)
+    full = Problem.norm(free[0], free[1])
+    for radius in (0.5 * full, 0.05 * full):
+        pC, pb, pU, used = _cg(p, U, gC, gb, 1e-6, 50, radius=radius)
+        assert Problem.norm(pC, pb) == pytest.approx(radius, rel=1e-12)
+        assert used < free[3]
+        assert float(np.sum(gC * pC) + gb @ pb) < 0  # still a descent direction
+        np.testing.assert_allclose(pU, p.raw(pC, pb), atol=1e-10)  # its outputs with it
+    # a radius it never reaches changes nothing
+    same = _cg(p, U, gC, gb, 1e-6, 50, radius=2 * full)
+    np.testing.assert_array_equal(same[0], free[0])
+
+
 @pytest.mark.parametrize("solve", [solve_newton_cg, solve_lbfgs])
 def test_tol_is_relative_to_the_zero_model_whatever_the_start(solve):
     # A path of penalties starts each solve at the last one's solution; measured

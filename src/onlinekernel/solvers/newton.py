@@ -17,7 +17,9 @@ warm start does not tighten the rule).
   (:func:`best_constant`), inexact Newton steps, each solved by
   conjugate gradients on Hessian-vector products
   ``Phi^T (D (Phi v)) + lam v`` (two passes over the features), with an
-  Armijo line search on the step (Nocedal & Wright, Algorithm 7.1).  The
+  Armijo line search on the step (Nocedal & Wright, Algorithm 7.1); after a
+  step the search shortened, the next is truncated at twice the accepted
+  length (a trust radius, Steihaug's truncation of its CG).  The
   loss's ``hessian_product`` supplies ``D v``.  With enough rows (at least
   ``max(M, M^2 / 4096)``), the conjugate gradients are preconditioned by a Cholesky
   factor of the Hessian on sampled rows (:class:`_Preconditioner`), built
@@ -86,6 +88,10 @@ _JITTERS = (_JITTER, 1e-8, 1e-6, 1e-4)
 # gradient norm that reaching tol asks of it (the linear model's residual bounds
 # the next gradient only up to the loss's change of curvature: half leaves room).
 _FORCING_MARGIN = 0.5
+# After a step the line search shortened to t, the next step's length is at most
+# this many times the length accepted (a trust radius; measured 1.5 / 2 / 3 on w8a,
+# 1,024 features: 15 / 11 / 12 Newton steps).
+_RADIUS_GROWTH = 2.0
 # Relative differences of the objective within which the line search judges a
 # step by the gradient norm instead (rounding of a sum of many terms).
 _ROUNDING = 16 * np.finfo(np.float64).eps
@@ -509,7 +515,7 @@ def _triangular_gram(L):
     return G
 
 
-def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None):
+def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None, radius=None):
     """Approximately solve ``H p = -g`` by (preconditioned) conjugate gradients from p = 0.
 
     Stops when the residual's norm is ``rtol`` times the gradient's.  A
@@ -526,6 +532,10 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None):
     :data:`_GROW_CHECK` iterations (squared residual norms) for a better
     preconditioner; the recurrence restarts from the current step with the
     one it returns (restarted conjugate gradients converge from any start).
+    ``radius``, when given, bounds the step's norm: an iterate beyond it is
+    scaled back onto it and ends the recurrence (Steihaug's truncation of a
+    trust-region step; CG's iterates grow in norm, so the earlier ones are
+    the shorter, more gradient-like steps).
     Returns the step, its raw outputs ``Phi pC + pb`` (summed from the
     directions' outputs that the Hessian products compute anyway, which
     saves the line search a pass over the features; ``None`` when the step
@@ -570,6 +580,14 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None):
         pC += a * dC
         pb += a * db
         pU += a * V
+        if radius is not None:
+            length = float(np.sqrt(np.einsum("ij,ij->", pC, pC) + pb @ pb))
+            if length > radius:
+                shrink = radius / length
+                pC *= shrink
+                pb *= shrink
+                pU *= shrink
+                break
         rC -= a * hC
         rb -= a * hb
         zC, zb = precond.solve(rC, rb) if precond is not None else (rC, rb)
@@ -665,6 +683,7 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
     gnorm = Problem.norm(gC, gb)
     g0 = problem.reference_gradient_norm(C, b, gnorm)
     converged = False
+    radius = None  # no bound on the step until the line search shortens one
     it = 0
     while it < max_iter:
         if gnorm <= tol * g0:
@@ -683,7 +702,8 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
             0.5, max(np.sqrt(gnorm / g0), _FORCING_MARGIN * tol * g0 / gnorm))
         pC, pb, dU, used = _cg(problem, U, gC, gb, rtol, max_cg if not quadratic else
                                max(max_cg, 10 * problem.M), precond,
-                               regrow if quadratic and precond is not None else None)
+                               regrow if quadratic and precond is not None else None,
+                               radius)
         # the curvature moved away from the one P was built at: rebuild it
         stale = used > _STALE_CG and not quadratic
         slope = float(np.einsum("ij,ij->", gC, pC) + gb @ pb)
@@ -713,6 +733,11 @@ def solve_newton_cg(problem, tol=1e-4, max_iter=100, coef=None, intercept=None, 
         else:  # no decrease within rounding: this is as close as doubles get
             break
         C, U, f = Ct, Ut, ft
+        # a step the line search had to shorten overshot the quadratic model: the
+        # next one may be at most _RADIUS_GROWTH times the length accepted (from
+        # the constant start, a low-curvature logistic model's full Newton steps
+        # overshoot: w8a, 2,048 features, 16 steps -> 13, 0.78 % test error)
+        radius = None if t >= 1.0 else _RADIUS_GROWTH * t * Problem.norm(pC, pb)
         if problem.fit_intercept:
             b = b + t * pb
         gC, gb = g_t if g_t is not None else problem.gradient(C, U)

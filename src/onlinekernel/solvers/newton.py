@@ -581,7 +581,7 @@ def _cg(problem, U, gC, gb, rtol, max_cg, precond=None, regrow=None, radius=None
         pb += a * db
         pU += a * V
         if radius is not None:
-            length = float(np.sqrt(np.einsum("ij,ij->", pC, pC) + pb @ pb))
+            length = Problem.norm(pC, pb)
             if length > radius:
                 shrink = radius / length
                 pC *= shrink

@@ -266,9 +266,9 @@ def test_refit_climbs_the_ladder_at_every_size(monkeypatch):
         SimpleNamespace(n=1000), "classification", setting, 0, {"refit_cap_s": 90.0},
         lambda msg: None)
     # the tuned 1,024 features' final fit, then its rungs under its 3 iterations; then
-    # each halving down to the floor up the ladder: max_iter 1, 2, 4
+    # each halving down to the floor up the ladder until a rung converges: max_iter 1, 2, 3
     assert calls == [(1024, 1000), (1024, 1), (1024, 2)] + [
-        (m, k) for m in (128, 256, 512) for k in (1, 2, 4)]
+        (m, k) for m in (128, 256, 512) for k in (1, 2, 3)]
     assert final["n_features"] == 1024 and final["max_iter"] == 1000 and final["converged"]
     assert sorted(c["max_iter"] for c in curve if c["n_features"] == 1024) == [1, 2, 1000]
     assert note is None

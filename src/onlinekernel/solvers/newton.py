@@ -118,9 +118,13 @@ def _start(problem, coef, intercept):
     return C, b
 
 
-# Newton steps at most for the intercept-only start, and its relative gradient tolerance.
+# Newton steps at most for the intercept-only start, and its relative gradient
+# tolerance: to rounding, so that the start is the optimum itself, not where one
+# path to it stopped (a weighted problem and its repeated rows, started 1e-10
+# apart, took different CG counts and ended 5e-7 apart in a probability at
+# tol=1e-10, beyond check_sample_weight_equivalence's rtol of 1e-7).
 _CONSTANT_STEPS = 50
-_CONSTANT_TOL = 1e-10
+_CONSTANT_TOL = 1e-15
 # Singular values of its Hessian below this (relative) are its null space: a
 # multinomial's equal shift of every output, which the risk does not see and
 # the steps from zero never take (rounding of a zero eigenvalue left in, the
@@ -162,12 +166,16 @@ def best_constant(problem):
         t = 1.0
         for _ in range(40):
             ft, gt, Ht = problem.constant_terms(b + t * p)
-            if ft <= f + 1e-4 * t * float(g @ p):
+            # near the optimum the decrease is below the rounding of the risk
+            if ft <= f + 1e-4 * t * float(g @ p) or abs(ft - f) <= _ROUNDING * abs(f):
                 break
             t *= 0.5
         else:
             break
+        last = np.max(np.abs(t * p)) <= 4 * np.finfo(float).eps * (1.0 + np.max(np.abs(b)))
         b, f, g, H = b + t * p, ft, gt, Ht
+        if last:  # a step within rounding of b: b is the optimum to doubles
+            break
     return b
 
 

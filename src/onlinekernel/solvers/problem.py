@@ -26,8 +26,10 @@ def constant_terms(loss, Y, w, b):
 
     Returns ``(value, grad, hess)``: ``sum_i w_i loss(y_i, b)``, its
     gradient ``(K,)`` and Hessian ``(K, K)`` with respect to ``b``, from the
-    loss protocol (``loss``, ``gradient``, ``hessian_product``).  Sums over
-    rows, so a distributed problem adds up its partitions' terms.
+    loss protocol (``loss``, ``gradient``, ``hessian_product``; a loss whose
+    ``separable_outputs`` says its outputs are terms of their own has a
+    diagonal Hessian, one product with a vector of ones).  Sums over rows,
+    so a distributed problem adds up its partitions' terms.
 
     Examples
     --------
@@ -42,12 +44,15 @@ def constant_terms(loss, Y, w, b):
     U[:] = b
     value = float(w @ loss.loss(Y, U))
     grad = w @ loss.gradient(Y, U)
-    hess = np.empty((K, K))
-    E = np.zeros((n, K))
-    for k in range(K):  # column k of the Hessian: its product with the unit vector e_k
-        E[:, k] = 1.0
-        hess[:, k] = w @ loss.hessian_product(Y, U, E)
-        E[:, k] = 0.0
+    if getattr(loss, "separable_outputs", False):
+        hess = np.diag(w @ loss.hessian_product(Y, U, np.ones((n, K))))
+    else:
+        hess = np.empty((K, K))
+        E = np.zeros((n, K))
+        for k in range(K):  # column k of the Hessian: its product with the unit vector e_k
+            E[:, k] = 1.0
+            hess[:, k] = w @ loss.hessian_product(Y, U, E)
+            E[:, k] = 0.0
     return value, np.asarray(grad, dtype=np.float64), hess
 
 

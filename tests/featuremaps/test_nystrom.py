@@ -315,6 +315,31 @@ def test_sklearn_estimator_checks(estimator, check, monkeypatch):
         check(estimator)
 
 
+@pytest.mark.parametrize("d, gamma", [(20, 0.02), (2, 0.5)])  # well / ill conditioned
+def test_the_rounding_gain_is_sqrt_m_level_times_the_norm_of_L_inverse(d, gamma):
+    # the power iterations climb to sqrt(m level) |L^-1|_2 from below (level: the
+    # landmarks' mean k(c, c)); past a limit they stop at a value above it
+    X = np.random.default_rng(4).normal(size=(400, d))
+    fmap = get_feature_map("nystrom", n_components=32, gamma=gamma).bind(d).fit(X, 3, 2)
+    L = fmap.fitted_arrays()["factor"]
+    m = L.shape[0]
+    exact = np.sqrt(m * np.mean(np.sum(L * L, axis=1)) / np.linalg.eigvalsh(L @ L.T)[0])
+    f = fmap.linear_factor(3, 2)
+    gain = f.rounding_gain()
+    assert 0.9 * exact <= gain <= exact * (1 + 1e-9)
+    assert f.rounding_gain() == gain and fmap.linear_factor(3, 2).rounding_gain() == gain
+    fresh = get_feature_map("nystrom", n_components=32, gamma=gamma).bind(d).fit(X, 3, 2)
+    early = fresh.linear_factor(3, 2).rounding_gain(limit=gain / 10)
+    assert gain / 10 < early <= gain
+    # a refitted map forgets the gains of its old factor
+    fmap.fit(X[:200] * 3, 3, 2)
+    assert fmap.linear_factor(3, 2).rounding_gain() != gain
+    if d == 2:  # 2-d inputs: nearly dependent landmarks
+        assert gain > 1e4
+    else:
+        assert gain < 100
+
+
 @pytest.mark.parametrize("rows", [50, 9])  # as many landmarks as features, and fewer
 def test_the_factor_applies_T_and_its_transpose(rows):
     # T = sqrt(M) [L^{-T} | 0]: apply_transposed is the whitening of every row batch of a

@@ -751,6 +751,44 @@ def test_a_nystrom_operator_keeps_b_in_the_model_s_precision(model):
     np.testing.assert_allclose(rows, op.sample_rows(), rtol=1e-6, atol=1e-6)
 
 
+def test_a_float64_nystrom_operator_keeps_b_in_float32_where_tol_allows_its_gain(
+        monkeypatch):
+    """float32 features of a float64 model keep Nystrom's B in float32 exactly when
+    float32 rounding amplified by the factor's rounding gain still reaches tol."""
+    from onlinekernel.solvers import FLOAT32_TOL
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 20))
+    fmap = get_feature_map("nystrom", n_components=32, gamma=0.02).bind(20).fit(X, 1, 2)
+    gain = fmap.linear_factor(1, 2).rounding_gain()
+    assert 1.0 < gain < 100.0
+    Phi = _phi(fmap, 1, 2, X)
+    C = rng.normal(size=(64, 2))
+    for tol, kept in ((2 * FLOAT32_TOL * gain, np.float32),
+                      (0.5 * FLOAT32_TOL * gain, np.float64), (None, np.float64)):
+        op = FeatureOperator(fmap, seed=1, n_blocks=2, X=X, max_bytes=1 << 30,
+                             dtype=np.float32, tol=tol)
+        assert op.dtype == kept and op._Phi.dtype == kept
+        # float32 B's rounding, amplified at most ``gain`` times
+        scale = np.abs(Phi @ C).max()
+        np.testing.assert_allclose(op.matvec(C), Phi @ C, rtol=0,
+                                   atol=(1e-12 if kept == np.float64 else gain * 1e-6) * scale)
+    # the estimators pass their tol: newton-cg's float32 features, B float32 at 1e-3
+    Y = (X[:, :1] > 0).astype(float)
+    built, real = [], FeatureOperator.__init__
+
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        built.append(self.dtype)
+
+    monkeypatch.setattr(FeatureOperator, "__init__", spy)
+    for tol, kept in ((1e-3, np.float32), (1e-8, np.float64)):
+        built.clear()
+        DSGRegressor(kernel="nystrom", n_components=64, block_size=32, gamma=0.02,
+                     solver="newton-cg", tol=tol, random_state=1).fit(X, Y.ravel())
+        assert built and all(b == kept for b in built)
+
+
 def test_a_nystrom_operator_preconditions_from_its_landmarks(monkeypatch):
     """A constant-curvature loss builds FALKON's preconditioner from the landmarks'
     features (``sqrt(M) L``, no whitening of drawn rows) and, on that factor alone (no

@@ -1672,7 +1672,7 @@ class BaseDSG(BaseEstimator):
                                max_bytes=feature_room(solver, X.shape[0],
                                                       n_blocks * fmap.n_components, room),
                                n_jobs=check_n_jobs(self.n_jobs),
-                               dtype=feature_dtype(solver, X.dtype, self.tol))
+                               dtype=feature_dtype(solver, X.dtype, self.tol), tol=self.tol)
 
     def _use_gamma(self, state, X, sw, gamma):
         """Rebuild a new model's feature map in ``state`` with the bandwidth ``gamma``."""

@@ -83,9 +83,9 @@ class _Partition:
     """
 
     def __init__(self, X, y, w, encode, weight_total, fmap, seed, n_blocks, max_bytes, dtype,
-                 loss):
+                 loss, tol=None):
         self.op = FeatureOperator(fmap, seed, n_blocks, np.ascontiguousarray(X), max_bytes,
-                                  n_jobs=1, dtype=dtype)
+                                  n_jobs=1, dtype=dtype, tol=tol)
         self.Y = np.ascontiguousarray(encode(np.asarray(y)), dtype=np.float64)
         self.w = np.asarray(w, dtype=np.float64) / weight_total
         self.loss = loss
@@ -216,6 +216,8 @@ class DistributedProblem(Problem):
         The feature memory of one partition: each keeps its features when
         they fit (else regenerates them on every product).
     dtype : the features' precision.
+    tol : float, optional
+        The solver's tolerance (:class:`FeatureOperator`'s ``tol``).
 
     Attributes
     ----------
@@ -228,7 +230,7 @@ class DistributedProblem(Problem):
     samples_rows = False
 
     def __init__(self, client, parts, encode, n_rows, weight_total, fmap, seed, n_blocks, loss,
-                 alpha, fit_intercept, n_outputs, max_bytes, dtype):
+                 alpha, fit_intercept, n_outputs, max_bytes, dtype, tol=None):
         self.client = client
         self.loss = loss
         self.K = int(n_outputs)
@@ -246,7 +248,7 @@ class DistributedProblem(Problem):
             self._workers.append(held[0] if held else workers[i % len(workers)])
         self._parts = [
             self._submit(i, _Partition, X, y, w, encode, float(weight_total), fmap, int(seed),
-                         int(n_blocks), int(max_bytes), dtype, loss)
+                         int(n_blocks), int(max_bytes), dtype, loss, tol)
             for i, (X, y, w) in enumerate(parts)]
         self.features = _Features(self, (int(n_rows), self.M))
 
@@ -443,7 +445,7 @@ def fit(est, X, y, sample_weight=None):
         problem = DistributedProblem(client, parts, encode, X.shape[0], float(total), fmap,
                                      state["seed_"], nb, as_cy_loss(est._train_loss(state)),
                                      est._penalty(state), est._fits_intercept(), K, max(room, 0),
-                                     feature_dtype(solver, dt, est.tol))
+                                     feature_dtype(solver, dt, est.tol), est.tol)
         try:
             est._solve_batch(state, solver, problem, int(kept))
         finally:

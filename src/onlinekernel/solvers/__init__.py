@@ -43,7 +43,7 @@ relative gradient norm or duality gap), which is how an estimator's
 """
 import numpy as np
 
-from onlinekernel.solvers.features import FeatureOperator
+from onlinekernel.solvers.features import FLOAT32_TOL, FeatureOperator, float32_reaches
 from onlinekernel.solvers.problem import Problem, Solution
 from onlinekernel.solvers.dual_cd import solve_dual_cd
 from onlinekernel.solvers.newton import (
@@ -54,7 +54,7 @@ from onlinekernel.solvers.wrks import solve_wrks
 __all__ = ["FeatureOperator", "Problem", "Solution", "SOLVERS", "BATCH_SOLVERS",
            "choose_solver", "solver_memory", "feature_dtype", "feature_room", "solve_cholesky",
            "solve_newton_cg", "solve_lbfgs", "solve_dual_cd", "solve_svrg", "solve_sarah",
-           "smoothness_bound", "solve_wrks"]
+           "smoothness_bound", "solve_wrks", "FLOAT32_TOL", "float32_reaches"]
 
 
 #: Batch solvers by name, with the curvatures each converges for.
@@ -94,10 +94,6 @@ PCG_FEATURES_PER_OUTPUT = 128
 SOLVERS = ("auto", "sgd") + tuple(s for s in BATCH_SOLVERS if s != "wrks")
 
 
-#: The smallest ``tol`` an iterative solver reaches on float32 features: their
-#: rounding (relative 1e-7 per product) limits the gradient's accuracy.
-FLOAT32_TOL = 1e-6
-
 
 def feature_dtype(solver, model_dtype, tol):
     """The precision a batch solver keeps the features in.
@@ -112,7 +108,9 @@ def feature_dtype(solver, model_dtype, tol):
     bounds the gradient's (or the duality gap's) accuracy, so a float64
     model keeps float64 features when ``tol`` asks for more than
     :data:`FLOAT32_TOL` (``tol=None``, all iterations: the model's own
-    precision).  The exact solvers keep the model's precision.
+    precision).  The exact solvers keep the model's precision.  A factored
+    map's float32 ``B`` must reach ``tol`` with its rounding amplified by
+    the factor (:class:`FeatureOperator`'s ``tol``; :func:`float32_reaches`).
 
     Examples
     --------
@@ -126,7 +124,7 @@ def feature_dtype(solver, model_dtype, tol):
     dtype('float64')
     """
     model_dtype = np.dtype(model_dtype)
-    if solver in ("newton-cg", "lbfgs", "dual-cd") and tol is not None and tol >= FLOAT32_TOL:
+    if solver in ("newton-cg", "lbfgs", "dual-cd") and float32_reaches(tol):
         return np.dtype(np.float32)
     return model_dtype
 

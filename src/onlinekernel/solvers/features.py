@@ -23,7 +23,11 @@ import scipy.sparse as sp
 from onlinekernel.core import blas
 from onlinekernel.core.threads import one_blas_thread
 
-__all__ = ["FeatureOperator", "as_rows"]
+__all__ = ["FLOAT32_TOL", "FeatureOperator", "as_rows", "float32_reaches"]
+
+#: The smallest ``tol`` an iterative solver reaches on float32 features: their
+#: rounding (relative 1e-7 per product) limits the gradient's accuracy.
+FLOAT32_TOL = 1e-6
 
 # Rows per batch when the matrix is regenerated on every product: large
 # enough for BLAS level-3 efficiency, small enough to stay in cache-sized
@@ -50,6 +54,23 @@ def _sandwich_rows(width, K, itemsize, threads):
     """Rows per tile of :meth:`FeatureOperator.sandwich` for ``threads`` BLAS threads."""
     tile = _SANDWICH_BYTES if threads <= 1 else _SANDWICH_BYTES_THREADED
     return max(16, 2 * K, tile // max(1, width * itemsize))
+
+
+def float32_reaches(tol, gain=1.0):
+    """Whether float32 features whose rounding is amplified ``gain`` times still reach ``tol``.
+
+    Plain features round to float32's relative precision, which bounds the
+    gradient's accuracy near :data:`FLOAT32_TOL`; a factored map's features
+    ``B T`` carry ``B``'s rounding amplified by ``T`` (the factor's
+    ``rounding_gain``, see :class:`FeatureOperator`).  ``tol=None`` (every
+    iteration, no tolerance) asks for the model's own precision.
+
+    Examples
+    --------
+    >>> float32_reaches(1e-4), float32_reaches(1e-4, gain=300.0), float32_reaches(None)
+    (True, False, False)
+    """
+    return tol is not None and tol >= FLOAT32_TOL * gain
 
 
 def as_rows(X, dtype):
@@ -95,6 +116,10 @@ class FeatureOperator:
         The features' precision; ``None``: that of ``X``.  float32 features
         of a float64 model halve the memory the iterative solvers read on
         every product (see :func:`onlinekernel.solvers.feature_dtype`).
+    tol : float, optional
+        The tolerance the solver runs to, which decides whether a factored
+        map's ``B`` may be float32 when ``dtype`` is (see Notes); ``None``:
+        a float64 model's ``B`` stays float64.
 
     Notes
     -----
@@ -103,8 +128,13 @@ class FeatureOperator:
     ``B``), ``apply(C)`` (``T C``, ``m x K`` from ``M x K``) and
     ``apply_transposed(G)`` (``T^T G``, ``M x K`` from ``m x K``; both
     float64) such that its first ``n_blocks`` blocks are ``Phi = B T``, and
-    optionally ``dtype``, the least precision ``B`` of a float64 model must be
-    kept in (a float32 model keeps ``B`` in float32, as it asked).  The
+    optionally ``rounding_gain(limit)``, how many times ``T`` amplifies
+    ``B``'s relative rounding in ``Phi`` (an estimate, which may stop early
+    at any value above ``limit``): a float64 model whose features may be
+    float32 (``dtype``) keeps ``B`` in float32 only when float32 rounding
+    amplified that much still reaches ``tol`` (:func:`float32_reaches`;
+    without ``rounding_gain``, whenever the features may be float32).  A
+    float32 model keeps ``B`` in float32, as it asked.  The
     products then go through ``B`` and ``T`` (:meth:`matvec`,
     :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
     ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.  It
@@ -124,7 +154,7 @@ class FeatureOperator:
     True
     """
 
-    def __init__(self, fmap, seed, n_blocks, X, max_bytes, n_jobs=1, dtype=None):
+    def __init__(self, fmap, seed, n_blocks, X, max_bytes, n_jobs=1, dtype=None, tol=None):
         self.fmap = fmap
         self.seed = int(seed)
         self.n_blocks = int(n_blocks)
@@ -138,16 +168,25 @@ class FeatureOperator:
         self._factor = factor(self.seed, self.n_blocks) if factor is not None else None
         # columns of what the products read: M, or those of B (Phi = B T, T width x M)
         self._width = self.shape[1] if self._factor is None else int(self._factor.width)
-        if self._factor is not None and hasattr(self._factor, "dtype") \
-                and X.dtype == np.float64:
+        gain = getattr(self._factor, "rounding_gain", None)
+        if gain is not None and X.dtype == np.float64 and self.dtype == np.float32 \
+                and not float32_reaches(tol, gain(limit=self._gain_limit(tol))):
             # a factor that amplifies B's rounding (an ill-conditioned T) asks more of
-            # a float64 model's B than float32 features; a float32 model asked for
+            # a float64 model's B than float32 features (kin40k, 8,192 landmarks, gain
+            # 1e5: test RMSE 0.1063 against 0.1050); a well-conditioned one does not
+            # (fashion_mnist, 2,048 landmarks, gain 600: the same test error at tol
+            # 1e-3, B formed in 2.0 s instead of 3.6); a float32 model asked for
             # float32 (MNIST, 60,000 rows x 8,192 landmarks: B is 1.8 GiB, not 3.7)
-            self.dtype = np.promote_types(self.dtype, self._factor.dtype)
+            self.dtype = np.dtype(np.float64)
         nbytes = self.shape[0] * max(self.shape[1], self._width) * self.dtype.itemsize
         self.cached = nbytes <= max_bytes
         # what is kept: Phi itself, or B of a factored map (Phi = B T)
         self._Phi = self._stored(0, self.shape[0]) if self.cached else None
+
+    @staticmethod
+    def _gain_limit(tol):
+        """The rounding gain above which float32 cannot reach ``tol`` (0 for None)."""
+        return 0.0 if tol is None else tol / FLOAT32_TOL
 
     @staticmethod
     def nbytes(n, M, dtype):

@@ -94,7 +94,6 @@ PCG_FEATURES_PER_OUTPUT = 128
 SOLVERS = ("auto", "sgd") + tuple(s for s in BATCH_SOLVERS if s != "wrks")
 
 
-
 def feature_dtype(solver, model_dtype, tol):
     """The precision a batch solver keeps the features in.
 

@@ -358,3 +358,45 @@ def test_the_factor_applies_T_and_its_transpose(rows):
                                    else 1e-10, atol=1e-6)
     np.testing.assert_allclose(f.apply(np.ones((16, 3))), T @ np.ones((16, 3)), rtol=1e-10)
     assert np.array_equal(G, np.random.default_rng(2).normal(size=(f.width, 5)))  # unchanged
+
+
+@pytest.mark.parametrize("d, gamma", [(20, 0.02), (2, 0.5)])  # well / ill conditioned
+def test_the_factor_s_norm_is_that_of_T(d, gamma):
+    # |T|_2 = scale |L^-1|_2, from the rounding gain's power iterations (from below);
+    # past a limit, a value at least min over the limit and |T|
+    X = np.random.default_rng(4).normal(size=(400, d))
+    fmap = get_feature_map("nystrom", n_components=32, gamma=gamma).bind(d).fit(X, 3, 2)
+    f = fmap.linear_factor(3, 2)
+    exact = np.linalg.norm(f.apply(np.eye(64)), 2)
+    assert 0.9 * exact <= f.norm() <= exact * (1 + 1e-9)
+    fresh = get_feature_map("nystrom", n_components=32, gamma=gamma).bind(d).fit(X, 3, 2)
+    assert min(exact, exact / 10) * 0.9 <= fresh.linear_factor(3, 2).norm(limit=exact / 10)
+
+
+@pytest.mark.parametrize("rows", [50, 9])  # as many landmarks as features, and fewer
+def test_the_factor_s_transposed_gram_is_that_of_the_features(rows):
+    # T^T A T for A = B^T D B: Phi's weighted Gram matrix, zero past the landmarks
+    X = np.random.default_rng(1).normal(size=(rows, 2))
+    fmap = get_feature_map("nystrom", n_components=8, gamma=0.5).bind(2).fit(X, 0, 2)
+    f = fmap.linear_factor(0, 2)
+    Z = np.random.default_rng(2).normal(size=(300, 2))
+    B, w = f.base(Z, np.float64), np.random.default_rng(3).uniform(0.5, 2.0, 300)
+    Phi = np.hstack([fmap.transform_block(0, j, Z) for j in range(2)])
+    got = f.transposed_gram(B.T @ (w[:, None] * B))
+    assert got.shape == (16, 16) and got.flags.c_contiguous and np.array_equal(got, got.T)
+    np.testing.assert_allclose(got, Phi.T @ (w[:, None] * Phi), rtol=1e-8,
+                               atol=1e-8 * np.abs(got).max())
+    assert not got[f.width:].any() and not got[:, f.width:].any()
+
+
+def test_the_typical_row_norm_is_the_landmarks_mean_and_kept():
+    X = np.random.default_rng(5).normal(size=(2000, 4))
+    fmap = get_feature_map("nystrom", n_components=600, gamma=0.3).bind(4).fit(X, 1, 1)
+    f = fmap.linear_factor(1, 1)
+    K = f.base(f.C, np.float64)
+    mean = np.mean(np.sum(K ** 2, axis=1))
+    got = f.typical_row_norm2()  # from every third landmark of 600 (at most 256)
+    assert got == pytest.approx(mean, rel=0.05)
+    rows = np.mean(np.sum(f.base(X, np.float64) ** 2, axis=1))  # and the data's rows'
+    assert 0.5 * rows <= got <= 2 * rows
+    assert f.typical_row_norm2() == got

@@ -1064,9 +1064,9 @@ def test_a_cholesky_retry_forms_the_normal_equations_once(monkeypatch):
     formed = []
     real_normal = p.normal_equations
 
-    def normal():
+    def normal(**kwargs):
         formed.append(1)
-        return real_normal()
+        return real_normal(**kwargs)
 
     monkeypatch.setattr(p, "normal_equations", normal)
     # a first jitter that leaves the matrix indefinite: its factorisation fails
@@ -1077,3 +1077,96 @@ def test_a_cholesky_retry_forms_the_normal_equations_once(monkeypatch):
     again = solve_cholesky(p)  # the second jitter from the start
     assert np.array_equal(retried.coef, again.coef)
     assert np.array_equal(retried.intercept, again.intercept)
+
+
+def _nystrom_problem(d, gamma, m, alpha, n=3000, dtype=np.float64, seed=8):
+    """A squared-loss problem on one block of ``m`` Nystrom landmarks of ``n`` normal rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, :1]) + 0.1 * rng.normal(size=(n, 1))
+    fmap = get_feature_map("nystrom", n_components=m, gamma=gamma).bind(d).fit(X, 2, 1)
+    op = FeatureOperator(fmap, seed=2, n_blocks=1, X=X.astype(dtype), max_bytes=1 << 30)
+    return Problem(op, get_loss("squared"), y, np.ones(n), alpha, True, 1)
+
+
+def _count_factored_grams(monkeypatch, op):
+    calls = []
+    factored = op._factor.transposed_gram
+    monkeypatch.setattr(op._factor, "transposed_gram",
+                        lambda A: calls.append(1) or factored(A))
+    return calls
+
+
+def _true_gradient_norm(p, sol):
+    """The relative gradient norm at ``sol`` from whitened, float64 features (numpy)."""
+    Phi = np.vstack([P for _, _, P in p.features.batches()]).astype(np.float64)
+    w = p.w[:, None]  # squared loss: dloss/du = u - y
+    R, R0 = w * (Phi @ sol.coef + sol.intercept - p.Y), -w * p.Y
+    g = np.concatenate([(Phi.T @ R + p.lam * sol.coef).ravel(), R.sum(axis=0)])
+    g0 = np.concatenate([(Phi.T @ R0).ravel(), R0.sum(axis=0)])
+    return np.linalg.norm(g) / np.linalg.norm(g0)
+
+
+@pytest.mark.parametrize("tol", [1e-4, 1e-8])
+def test_cholesky_forms_a_well_conditioned_nystrom_gram_from_b_and_still_reaches_tol(
+        monkeypatch, tol):
+    """T^T (B^T D B) T skips the whitening of every row where T's amplified rounding
+    lets the penalty reach tol: the true gradient is within tol, and the solution is
+    the whitened one's."""
+    p = _nystrom_problem(20, 0.02, 64, 1e-4)
+    calls = _count_factored_grams(monkeypatch, p.features)
+    sol = solve_cholesky(p, tol=tol)
+    assert calls == [1]
+    assert _true_gradient_norm(p, sol) <= tol
+    whitened = solve_cholesky(_nystrom_problem(20, 0.02, 64, 1e-4), tol=None)
+    np.testing.assert_allclose(sol.coef, whitened.coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(sol.intercept, whitened.intercept, rtol=1e-9)
+
+
+def test_cholesky_whitens_the_rows_of_an_ill_conditioned_nystrom_factor(monkeypatch):
+    # 2-d inputs, 256 landmarks: |T|^2 is ~1e10 times the whitened rows' scale, so
+    # B^T D B's rounding would swamp a small penalty (DESIGN: its Gram matrix was
+    # indefinite after centring); the whitened pass reaches tol
+    p = _nystrom_problem(2, 0.5, 256, 1e-8)
+    assert p.features._factor.norm() ** 2 * 2e-16 * 3000 > 1e-4 * p.lam
+    calls = _count_factored_grams(monkeypatch, p.features)
+    sol = solve_cholesky(p, tol=1e-4)
+    assert calls == []
+    assert _true_gradient_norm(p, sol) <= 1e-4
+
+
+def test_the_factored_gram_is_checked_after_its_pass(monkeypatch):
+    """A prediction from the landmarks that undersells the rows' norms is caught by the
+    trace of the matrix formed: the whitened pass follows, and its matrix is returned."""
+    p = _nystrom_problem(2, 0.5, 256, 1e-8)
+    op = p.features
+    monkeypatch.setattr(op._factor, "typical_row_norm2", lambda: 1e-30)
+    assert op._factored_gram_may_reach(np.ones(3000), p.lam, 1e-4)
+    calls = _count_factored_grams(monkeypatch, op)
+    A, s = op.gram(np.ones(3000), ridge=p.lam, tol=1e-4)
+    assert calls == []
+    Phi = np.vstack([P for _, _, P in op.batches()])
+    np.testing.assert_allclose(A, Phi.T @ Phi, rtol=1e-12, atol=1e-12 * np.abs(A).max())
+
+
+def test_the_factored_gram_needs_a_penalty_a_tol_and_a_precise_b(monkeypatch):
+    # without a penalty, a tol, or with float32 B (whose batch sums round at 6e-8),
+    # the same well-conditioned factor is whitened row by row
+    p = _nystrom_problem(20, 0.02, 64, 1e-4)
+    op, d = p.features, np.ones(3000)
+    calls = _count_factored_grams(monkeypatch, op)
+    for ridge, tol in [(0.0, 1e-4), (p.lam, 0.0)]:
+        op.gram(d, ridge=ridge, tol=tol)
+        assert calls == []
+    A, s = op.gram(d, ridge=p.lam, tol=1e-4)
+    assert calls == [1]
+    Phi = np.vstack([P for _, _, P in op.batches()])
+    np.testing.assert_allclose(A, Phi.T @ Phi, rtol=1e-9, atol=1e-9 * np.abs(A).max())
+    np.testing.assert_allclose(s, Phi.sum(axis=0), rtol=1e-9, atol=1e-9 * np.abs(s).max())
+    single = _nystrom_problem(20, 0.02, 64, 1e-4, dtype=np.float32)
+    assert single.features.dtype == np.float32
+    assert not single.features._factored_gram_may_reach(d, p.lam, 1e-4)
+    # a regularisation path keeps one Gram matrix for smaller penalties: whitened
+    p.keep_normal_equations = True
+    p.normal_equations(tol=1e-4)
+    assert calls == [1]

@@ -38,6 +38,8 @@ _TRSM = scipy.linalg.blas.dtrsm
 # kin40k and usps: 0.98-1.00 of it after these, in 1-100 ms).
 GAIN_ITERATIONS = 8
 GAIN_VECTORS = 4
+# Landmarks whose kernel values at all landmarks estimate a data row's |B_x|^2
+ROW_NORM_LANDMARKS = 256
 
 
 def _dense(X, rows=None, dtype=np.float64):
@@ -60,6 +62,7 @@ class _Whitening:
         self.width = C.shape[0]
         self._landmarks_as = {C.dtype: C}
         self._gains = gains  # the map's: rounding gains by width, kept until it is refitted
+        self._row_norm2 = None
 
     def rounding_gain(self, limit=math.inf):
         """How many times ``T`` amplifies ``B``'s relative rounding in ``Phi = B T``: an estimate.
@@ -147,6 +150,74 @@ class _Whitening:
         out = np.zeros((self.width, self.M), dtype=dtype, order="F")
         np.multiply(self.L, self.scale, out=out[:, :self.width], casting="same_kind")
         return out
+
+    def norm(self, limit=math.inf):
+        """``|T|_2 = scale |L^{-1}|_2``: the estimate of :meth:`rounding_gain`, in ``T``'s own units.
+
+        Above ``limit``, possibly only the lower bound ``scale / min L_ii``.
+
+        Examples
+        --------
+        >>> from onlinekernel import get_feature_map
+        >>> X = np.random.default_rng(0).normal(size=(300, 20))
+        >>> f = get_feature_map("nystrom", n_components=32, gamma=0.02).bind(20).fit(X, 0, 1)
+        >>> f = f.linear_factor(0, 1)
+        >>> T = f.apply(np.eye(32))
+        >>> bool(0.98 * np.linalg.norm(T, 2) <= f.norm() <= np.linalg.norm(T, 2) * (1 + 1e-12))
+        True
+        """
+        root = math.sqrt(float(np.einsum("ij,ij->", self.L, self.L)))  # sqrt(m level)
+        return self.scale / root * self.rounding_gain(limit * root / self.scale)
+
+    def transposed_gram(self, A):
+        """``T^T A T`` (``M x M``, C-ordered) for a symmetric ``m x m`` ``A``: two ``trsm``.
+
+        The Gram matrix of ``Phi = B T`` from ``A = B^T D B``; zero rows and
+        columns for features past the landmarks.
+
+        Examples
+        --------
+        >>> from onlinekernel import get_feature_map
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> f = get_feature_map("nystrom", n_components=16, gamma=0.5).bind(3).fit(X, 0, 1)
+        >>> f = f.linear_factor(0, 1)
+        >>> B = f.base(X, np.float64); Phi = B @ f.apply(np.eye(16))
+        >>> bool(np.allclose(f.transposed_gram(B.T @ B), Phi.T @ Phi))
+        True
+        """
+        m = self.width
+        # T^T A T = scale^2 L^{-1} (L^{-1} A)^T: A is symmetric
+        half = _TRSM(self.scale, self.L, np.array(A, dtype=np.float64, order="F"), lower=1,
+                     overwrite_b=1)
+        inner = _TRSM(self.scale, self.L, np.asfortranarray(half.T), lower=1, overwrite_b=1)
+        out = np.zeros((self.M, self.M))
+        out[:m, :m] = inner
+        out[:m, :m] += inner.T  # symmetric to rounding: its two triangles averaged
+        out[:m, :m] *= 0.5
+        return out
+
+    def typical_row_norm2(self):
+        """``|B_x|^2`` of a typical row: the mean ``sum_c k(c', c)^2`` over (at most 256) landmarks ``c'``.
+
+        The landmarks are rows of the data, so theirs estimate the rows'
+        (what :class:`~onlinekernel.solvers.FeatureOperator` predicts the
+        rounding of ``B^T D B`` from before it forms it).
+
+        Examples
+        --------
+        >>> from onlinekernel import get_feature_map
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> f = get_feature_map("nystrom", n_components=16, gamma=0.5).bind(3).fit(X, 0, 1)
+        >>> f = f.linear_factor(0, 1)
+        >>> K = f.base(f.C, np.float64)
+        >>> bool(np.isclose(f.typical_row_norm2(), np.mean(np.sum(K ** 2, axis=1))))
+        True
+        """
+        if self._row_norm2 is None:
+            C = self.C[::-(-self.width // ROW_NORM_LANDMARKS)]  # at most that many
+            K = self.base(C, np.float64)
+            self._row_norm2 = float(np.einsum("ij,ij->", K, K)) / C.shape[0]
+        return self._row_norm2
 
 
 cdef class Nystrom(CyFeatureMap):

@@ -303,7 +303,9 @@ class DistributedProblem(Problem):
         raise ValueError("a distributed problem keeps its rows on the workers and gives "
                          "only sums over them: normal_equations, not per-row curvatures")
 
-    def normal_equations(self):
+    def normal_equations(self, tol=None):
+        # each partition whitens its own rows whatever tol: the factored route's
+        # check holds a whole Gram matrix against the penalty, not a partition's term
         A, s, h, gC, gb, risk0 = self._sum(self._gather(
             self._each(_normal_equations, self.fit_intercept, self.K)))
         return A, s, (float(h) if self.fit_intercept else 0.0), gC, gb, float(risk0)

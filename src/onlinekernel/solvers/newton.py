@@ -230,7 +230,7 @@ def solve_cholesky(problem, tol=1e-4, max_iter=1, coef=None, intercept=None, cal
         grad = problem.gradient(C, U)
         value = problem.value(C, U)
     else:
-        A, s, h, gC, gb, risk0 = problem.normal_equations()
+        A, s, h, gC, gb, risk0 = problem.normal_equations(tol=tol)
         C, b, grad = _cholesky_primal(problem, A, s, h, gC, gb)
         # a quadratic J(x) = J(0) + g0.x + x.H x / 2 has g(x) = g0 + H x, so
         # J(x) = J(0) + x.(g0 + g(x)) / 2: no pass over the features after the

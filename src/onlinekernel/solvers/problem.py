@@ -182,7 +182,7 @@ class Problem:
                              f"needs one Hessian for all outputs")
         return D[:, 0], self.loss.gradient(self.Y, U0) * self.w[:, None]
 
-    def normal_equations(self):
+    def normal_equations(self, tol=None):
         """What the normal equations of a quadratic loss need, in one pass over the features.
 
         Returns ``(A, s, h, gC, gb, risk0)``: ``A = Phi^T diag(d) Phi``
@@ -192,14 +192,20 @@ class Problem:
         outputs ``sum_i w_i loss(y_i, 0)`` (with the gradient and ``A``, the
         quadratic objective anywhere, :func:`~onlinekernel.solvers.newton.solve_cholesky`).
         All are sums over rows, so a distributed problem adds up its
-        partitions' terms.
+        partitions' terms.  With ``tol``, the solve's tolerance, a factored
+        map's ``A`` may come from ``B^T D B`` where its rounding still lets
+        the penalty ``lam`` reach it (:meth:`FeatureOperator.gram`); kept
+        for a path of penalties, or without ``tol``, ``A`` is always formed
+        from whitened rows.
         """
         if self._normal is not None:
             A, s, h, gC, gb, risk0 = self._normal
             return A.copy(), s, h, gC, gb, risk0  # the solver overwrites A
         d, G0 = self.curvature_weights()
         gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
-        A, s, gC = self.features.gram(d, G0)
+        exact = tol is None or self.keep_normal_equations  # a path's penalties may be smaller
+        A, s, gC = self.features.gram(d, G0, ridge=0.0 if exact else self.lam,
+                                      tol=0.0 if exact else tol)
         h = float(d.sum()) if self.fit_intercept else 0.0
         risk0 = float(self.w @ self.loss.loss(self.Y, np.zeros((self.Y.shape[0], self.K))))
         if self.keep_normal_equations:

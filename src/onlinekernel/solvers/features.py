@@ -143,7 +143,12 @@ class FeatureOperator:
     :meth:`rmatvec`, :meth:`gram`), ``B`` kept within ``max_bytes`` like
     ``Phi``; :meth:`rows` and :meth:`dense` form rows of ``Phi`` itself.  It
     may also define ``sample_rows(dtype)``, rows of ``Phi`` at points of the
-    data that cost nothing to form (:meth:`sample_rows`).
+    data that cost nothing to form (:meth:`sample_rows`), and, all three
+    together, ``transposed_gram(A)`` (``T^T A T``, ``M x M`` from a
+    symmetric ``m x m``), ``norm(limit)`` (``|T|_2``, an estimate that may
+    stop early above ``limit``) and ``typical_row_norm2()`` (a typical row's
+    ``|B_x|^2``): :meth:`gram` then forms ``B^T D B`` instead of whitening
+    every row where that reaches its ``tol``.
 
     Examples
     --------
@@ -449,7 +454,8 @@ class FeatureOperator:
     def _factored_gram_may_reach(self, d, ridge, tol):
         """Whether :meth:`gram`'s factored route is predicted to reach ``tol`` (before its pass)."""
         f = self._factor
-        if f is None or not hasattr(f, "transposed_gram") or not (ridge > 0 and tol > 0):
+        if f is None or not (ridge > 0 and tol > 0) or not all(
+                hasattr(f, name) for name in ("transposed_gram", "norm", "typical_row_norm2")):
             return False
         budget = tol * ridge / FACTORED_GRAM_SAFETY
         trace = float(d.sum()) * f.typical_row_norm2()  # tr(B^T D B), predicted

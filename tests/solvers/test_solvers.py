@@ -1170,3 +1170,33 @@ def test_the_factored_gram_needs_a_penalty_a_tol_and_a_precise_b(monkeypatch):
     p.keep_normal_equations = True
     p.normal_equations(tol=1e-4)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("targets", ["binary", "one-vs-rest", "continuous"])
+def test_the_constant_risk_over_distinct_targets_is_that_of_every_row(targets):
+    """constant_terms over a classifier's few distinct targets, weighed by their rows,
+    is the risk of all the rows; continuous targets keep every row."""
+    from onlinekernel.solvers.newton import best_constant
+    from onlinekernel.solvers.problem import constant_terms, distinct_rows
+
+    rng = np.random.default_rng(9)
+    n = 3000
+    Y = {"binary": np.where(rng.random((n, 1)) < 0.3, 1.0, -1.0),
+         "one-vs-rest": np.where(rng.random((n, 3)) < 0.3, 1.0, -1.0),
+         "continuous": rng.normal(size=(n, 1))}[targets]
+    w = rng.uniform(0.5, 2.0, n)
+    loss = get_loss("squared_hinge" if targets == "one-vs-rest" else
+                    "logistic" if targets == "binary" else "huber")
+    p = Problem(FeatureOperator(get_feature_map("gaussian", n_components=8).bind(2), 0, 1,
+                                rng.normal(size=(n, 2)), max_bytes=0),
+                loss, Y, w, 1e-4, True, Y.shape[1])
+    Yd, wd = distinct_rows(p.Y, p.w)
+    assert Yd.shape[0] == {"binary": 2, "one-vs-rest": 8, "continuous": n}[targets]
+    assert wd.sum() == pytest.approx(1.0, rel=1e-12)
+    b = rng.normal(size=Y.shape[1])
+    for got, want in zip(p.constant_terms(b), constant_terms(loss, p.Y, p.w, b)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    # the intercept's start: the optimum of the constant risk over every row
+    b0 = best_constant(p)
+    g = constant_terms(loss, p.Y, p.w, b0)[1]
+    assert np.linalg.norm(g) <= 1e-8 * np.linalg.norm(constant_terms(loss, p.Y, p.w, 0 * b0)[1])

@@ -38,6 +38,7 @@ True
 Huber(delta=2.0)
 """
 from dataclasses import dataclass
+import functools
 import importlib.metadata
 import inspect
 import os
@@ -90,7 +91,13 @@ class _Entry:
         return any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
 
     def parameters(self):
-        """Parameter names and defaults of the factory."""
+        """Parameter names and defaults of the factory (a new dict)."""
+        return dict(self._parameters)
+
+    @functools.cached_property
+    def _parameters(self):
+        # introspected once per entry: an estimator's fit validates its kernel's
+        # parameters three times (inspect.signature each: 1.4 ms of a 22 ms fit)
         try:
             sig = inspect.signature(self.factory)
         except (TypeError, ValueError):

@@ -870,3 +870,19 @@ def test_builtin_hookimpls_match_the_hookspecs():
     pm.check_pending()  # no hookimpl without a spec (e.g. a misspelt hook name)
     assert len(pm.hook.onlinekernel_register_losses.get_hookimpls()) == 1
     assert len(pm.hook.onlinekernel_register_feature_maps.get_hookimpls()) == 1
+
+
+def test_listed_parameters_are_introspected_once_and_handed_out_as_copies(monkeypatch):
+    # an estimator's fit reads its kernel's parameters from the listing several times:
+    # the factory's signature is read once per registry, and no caller can change it
+    calls = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda f, *a, **k: calls.append(f) or real(f, *a, **k))
+    registry.reset()
+    first = registry.available_feature_maps()["gaussian"]["parameters"]
+    first["gamma"] = "changed"
+    again = registry.available_feature_maps()["gaussian"]["parameters"]
+    assert again["gamma"] == 1.0 and again["n_components"] == 256
+    factory = registry._get().feature_maps["gaussian"].factory
+    assert calls.count(factory) <= 1
+    registry.reset()

@@ -376,7 +376,8 @@ class FeatureOperator:
         not kept).
 
         A factored map's rows are whitened first (``B T``, ``O(n m^2)``),
-        unless its factor offers ``transposed_gram``: then, where the rounding
+        unless its factor offers ``transposed_gram``, ``norm`` and
+        ``typical_row_norm2`` (see Notes of the class): then, where the rounding
         that ``T`` amplifies still lets a solve with the penalty ``ridge``
         reach ``tol``, the pass forms ``B^T D B`` alone and ``T^T (B^T D B)
         T`` after it (no whitening; covtype_binary_sub20k, 128 landmarks: the
@@ -454,8 +455,8 @@ class FeatureOperator:
     def _factored_gram_may_reach(self, d, ridge, tol):
         """Whether :meth:`gram`'s factored route is predicted to reach ``tol`` (before its pass)."""
         f = self._factor
-        if f is None or not (ridge > 0 and tol > 0) or not all(
-                hasattr(f, name) for name in ("transposed_gram", "norm", "typical_row_norm2")):
+        needs = ("transposed_gram", "norm", "typical_row_norm2")
+        if f is None or not (ridge > 0 and tol > 0) or not all(hasattr(f, a) for a in needs):
             return False
         budget = tol * ridge / FACTORED_GRAM_SAFETY
         trace = float(d.sum()) * f.typical_row_norm2()  # tr(B^T D B), predicted

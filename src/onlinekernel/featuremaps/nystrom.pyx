@@ -61,7 +61,7 @@ class _Whitening:
         self.L = np.asfortranarray(L)
         self.width = C.shape[0]
         self._landmarks_as = {C.dtype: C}
-        self._gains = gains  # the map's: rounding gains by width, kept until it is refitted
+        self._gains = gains  # the map's: |L^-1|_2 by width, kept until it is refitted
         self._row_norm2 = None
 
     def rounding_gain(self, limit=math.inf):
@@ -88,25 +88,32 @@ class _Whitening:
         True
         """
         m = self.width
+        level = float(np.einsum("ij,ij->", self.L, self.L)) / m  # mean diagonal of L L^T
+        root = math.sqrt(m * level)
+        return root * self._inverse_norm(limit, root)
+
+    def _inverse_norm(self, limit, factor):
+        """``|L^{-1}|_2`` from below (:meth:`rounding_gain`'s iterations), kept once complete.
+
+        Stops early, at a value whose multiple ``factor`` exceeds ``limit``.
+        """
+        m, L = self.width, self.L
         known = self._gains.get(m)
         if known is not None:
             return known
-        L = self.L
-        level = float(np.einsum("ij,ij->", L, L)) / m  # mean diagonal of L L^T
-        root = math.sqrt(m * level)
         norm = 1.0 / float(np.min(np.diag(L)))  # a lower bound of |L^{-1}|_2
-        if root * norm > limit:
-            return root * norm
+        if factor * norm > limit:
+            return norm
         V = np.asfortranarray(np.random.default_rng(0).standard_normal((m, GAIN_VECTORS)))
         for _ in range(GAIN_ITERATIONS):
             V /= np.linalg.norm(V, axis=0)
             V = _TRSM(1.0, L, V, lower=1, overwrite_b=1)  # L^{-1} V, |.| <= |L^{-1}|_2
             norm = max(norm, float(np.linalg.norm(V, axis=0).max()))
-            if root * norm > limit:
-                return root * norm
+            if factor * norm > limit:
+                return norm
             V = _TRSM(1.0, L, V, lower=1, trans_a=1, overwrite_b=1)  # L^{-T} L^{-1} V
-        self._gains[m] = root * norm
-        return root * norm
+        self._gains[m] = norm
+        return norm
 
     def base(self, X, dtype):
         # the landmarks converted once, not at every row tile of a prediction or a
@@ -152,7 +159,7 @@ class _Whitening:
         return out
 
     def norm(self, limit=math.inf):
-        """``|T|_2 = scale |L^{-1}|_2``: the estimate of :meth:`rounding_gain`, in ``T``'s own units.
+        """``|T|_2 = scale |L^{-1}|_2``, by :meth:`rounding_gain`'s power iterations (kept alike).
 
         Above ``limit``, possibly only the lower bound ``scale / min L_ii``.
 
@@ -166,8 +173,7 @@ class _Whitening:
         >>> bool(0.98 * np.linalg.norm(T, 2) <= f.norm() <= np.linalg.norm(T, 2) * (1 + 1e-12))
         True
         """
-        root = math.sqrt(float(np.einsum("ij,ij->", self.L, self.L)))  # sqrt(m level)
-        return self.scale / root * self.rounding_gain(limit * root / self.scale)
+        return self.scale * self._inverse_norm(limit, self.scale)
 
     def transposed_gram(self, A):
         """``T^T A T`` (``M x M``, C-ordered) for a symmetric ``m x m`` ``A``: two ``trsm``.
@@ -336,7 +342,7 @@ cdef class Nystrom(CyFeatureMap):
     # linear_factor's triangular solves and never need the M x M inverse)
     cdef object _whiten
     cdef object _whiten_lock
-    cdef object _gains         # linear_factor's rounding gains by width (a dict)
+    cdef object _gains         # linear_factor's |L^-1|_2 by width (a dict)
 
     def __init__(self, Py_ssize_t n_components=256, double gamma=1.0,
                  str base_kernel="gaussian", base_params=None, str sampling="uniform",

@@ -789,6 +789,49 @@ def test_a_float64_nystrom_operator_keeps_b_in_float32_where_tol_allows_its_gain
         assert built and all(b == kept for b in built)
 
 
+@pytest.mark.parametrize("d, gamma, kept", [(20, 0.02, np.float32), (2, 0.5, np.float64)])
+def test_max_memory_counts_the_precision_a_nystrom_b_is_kept_in(monkeypatch, d, gamma, kept):
+    """The memory a solver is allowed is counted at the precision its operator keeps
+    Nystrom's B in: float32 for a well-conditioned factor, float64 where the factor's
+    rounding gain rules float32 out (counted at float32, a float64 B was kept beyond
+    max_memory), and the kept matrix never takes more than the solver leaves of it."""
+    from onlinekernel.solvers import feature_dtype, rounding_gain, solver_memory
+
+    rng = np.random.default_rng(3)
+    n, M, tol = 1200, 128, 1e-4
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    kw = dict(kernel="nystrom", block_size=64, max_blocks=2, gamma=gamma, loss="logistic",
+              tol=tol, random_state=1)
+    fmap = get_feature_map("nystrom", n_components=64, gamma=gamma).bind(d).fit(X, 1, 2)
+    assert (feature_dtype("newton-cg", np.float64, tol, rounding_gain(fmap, 1, 2, tol))
+            == kept)
+    need = {size: solver_memory("newton-cg", n, M, 1, size) for size in (4, 8)}
+    built, real = [], FeatureOperator.__init__
+
+    def spy(self, fmap, seed, n_blocks, X, max_bytes, *args, **kwargs):
+        real(self, fmap, seed, n_blocks, X, max_bytes, *args, **kwargs)
+        built.append((self.dtype, self.cached, max_bytes))
+
+    monkeypatch.setattr(FeatureOperator, "__init__", spy)
+    # what float32 needs: enough for a well-conditioned factor, too little otherwise
+    clf = DSGClassifier(solver="newton-cg", max_memory=need[4], **kw)
+    if kept == np.float64:
+        with pytest.raises(ValueError, match="max_memory"):
+            clf.fit(X, y)
+        assert not built
+        assert DSGClassifier(max_memory=need[4], **kw).fit(X, y).solver_ == "sgd"
+    else:
+        assert clf.fit(X, y).solver_ == "newton-cg"
+    built.clear()
+    clf = DSGClassifier(solver="newton-cg", max_memory=need[8 if kept == np.float64 else 4],
+                        **kw).fit(X, y)
+    beyond = solver_memory("newton-cg", n, M, 1, 0)
+    (dtype, cached, max_bytes), = built
+    assert dtype == kept and cached and max_bytes == clf.max_memory - beyond
+    assert n * M * np.dtype(dtype).itemsize + beyond <= clf.max_memory
+
+
 def test_a_nystrom_operator_preconditions_from_its_landmarks(monkeypatch):
     """A constant-curvature loss builds FALKON's preconditioner from the landmarks'
     features (``sqrt(M) L``, no whitening of drawn rows) and, on that factor alone (no

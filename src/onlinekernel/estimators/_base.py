@@ -58,7 +58,7 @@ from onlinekernel.featuremaps import MAX_BLOCK_SIZE, FeatureMap
 from onlinekernel.losses import Loss
 from onlinekernel.solvers import (
     BATCH_SOLVERS, SOLVERS, FeatureOperator, Problem, choose_solver, feature_dtype, feature_room,
-    solver_memory)
+    rounding_gain, solver_memory)
 from onlinekernel.solvers.features import as_rows
 from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
 
@@ -1609,12 +1609,15 @@ class BaseDSG(BaseEstimator):
                      and getattr(loss, "intercept_rule", "constant_feature") == "constant_feature")
         if self.solver == "auto" and not batchable:
             return "sgd"
-        M = budget * state["feature_map_"].n_components if batchable else 0
+        fmap = state["feature_map_"]
+        M = budget * fmap.n_components if batchable else 0
         itemsize = self._model_dtype().itemsize
+        # a factored map's B is float32 only where its rounding gain allows: counted so
+        gain = rounding_gain(fmap, state["seed_"], budget, self.tol) if batchable else 1.0
         if self.solver == "auto":
-            factored = getattr(state["feature_map_"], "linear_factor", None) is not None
+            factored = getattr(fmap, "linear_factor", None) is not None
             return choose_solver(loss, n, M, n_outputs, itemsize, self.max_memory, self.tol,
-                                 factored=factored)
+                                 factored=factored, gain=gain)
         name = _loss_name(loss)
         if not batchable:
             raise ValueError(f"solver={self.solver!r} needs a finite max_blocks (or "
@@ -1629,7 +1632,8 @@ class BaseDSG(BaseEstimator):
                              + (" (use solver='auto' or 'sgd')" if "sgd" in self._solvers
                                 else ""))
         need = solver_memory(self.solver, n, M, n_outputs,
-                             feature_dtype(self.solver, self._model_dtype(), self.tol).itemsize)
+                             feature_dtype(self.solver, self._model_dtype(), self.tol,
+                                           gain).itemsize)
         if self.solver != "cholesky" and need > self.max_memory:
             raise ValueError(f"solver={self.solver!r} needs {need / 2 ** 20:.0f} MiB for "
                              f"{n} rows x {M} features, more than max_memory="
@@ -1642,9 +1646,8 @@ class BaseDSG(BaseEstimator):
         """Minimise the regularised risk on the full budget of features to ``tol``."""
         fmap, K = state["feature_map_"], state["_n_outputs"]
         M = self._budget_blocks(K) * fmap.n_components
-        itemsize = self._model_dtype().itemsize
-        room = self.max_memory - (solver_memory(solver, X.shape[0], M, K, itemsize)
-                                  if solver == "cholesky" else 0)
+        # the feature matrix (or B) may take what the solver's other arrays leave
+        room = self.max_memory - solver_memory(solver, X.shape[0], M, K, 0)
         if self._gamma_is_auto() and state["samples_seen_"] == 0:
             # a new model's bandwidth, before its penalty: the model is then
             # the one gamma=gamma_ gives
@@ -1668,11 +1671,13 @@ class BaseDSG(BaseEstimator):
         fmap = state["feature_map_"]
         if n_blocks is None:
             n_blocks = self._budget_blocks(state["_n_outputs"])
+        gain = rounding_gain(fmap, state["seed_"], n_blocks, self.tol)
         return FeatureOperator(fmap, state["seed_"], n_blocks, X,
                                max_bytes=feature_room(solver, X.shape[0],
                                                       n_blocks * fmap.n_components, room),
                                n_jobs=check_n_jobs(self.n_jobs),
-                               dtype=feature_dtype(solver, X.dtype, self.tol), tol=self.tol)
+                               dtype=feature_dtype(solver, X.dtype, self.tol, gain),
+                               tol=self.tol)
 
     def _use_gamma(self, state, X, sw, gamma):
         """Rebuild a new model's feature map in ``state`` with the bandwidth ``gamma``."""

@@ -240,9 +240,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         The held-out share for ``early_stopping``.
     max_memory : int, default=2**32
         Bytes a batch solver may use (4 GiB): the ``n x M`` feature matrix of
-        the iterative solvers (float32 when ``tol >= 1e-6``, see
-        :func:`onlinekernel.solvers.feature_dtype`), the ``M x M`` matrices of
-        ``"cholesky"``.  Larger
+        the iterative solvers (float32 when ``tol >= 1e-6`` and, for Nystrom
+        features, when the landmarks' factor keeps float32 rounding within
+        ``tol``; see :func:`onlinekernel.solvers.feature_dtype`) with their
+        working arrays, the ``M x M`` matrices of ``"cholesky"``.  Larger
         problems regenerate features on every pass or, under ``"auto"``,
         train by ``"sgd"``.
     shuffle : bool, default=True

@@ -436,18 +436,19 @@ def fit(est, X, y, sample_weight=None):
                              f"distributed; a fit on a dask cluster runs "
                              f"{', '.join(DISTRIBUTED_SOLVERS)} (set solver), or call partial_fit")
         from onlinekernel.losses.base import as_cy_loss
-        from onlinekernel.solvers import feature_dtype, solver_memory
+        from onlinekernel.solvers import feature_dtype, rounding_gain, solver_memory
         nb = est._budget_blocks(K)
         fmap = state["feature_map_"]
         M = nb * fmap.n_components
-        room = est.max_memory - (solver_memory(solver, rows, M, K, dt.itemsize)
-                                 if solver == "cholesky" else 0)
+        # a partition's features may take what the solver's other arrays leave
+        room = est.max_memory - solver_memory(solver, rows, M, K, 0)
+        gain = rounding_gain(fmap, state["seed_"], nb, est.tol)
         parts = [tuple(client.compute(list(p))) for p in zip(
             X.to_delayed().ravel(), y.to_delayed().ravel(), w.to_delayed().ravel())]
         problem = DistributedProblem(client, parts, encode, X.shape[0], float(total), fmap,
                                      state["seed_"], nb, as_cy_loss(est._train_loss(state)),
                                      est._penalty(state), est._fits_intercept(), K, max(room, 0),
-                                     feature_dtype(solver, dt, est.tol), est.tol)
+                                     feature_dtype(solver, dt, est.tol, gain), est.tol)
         try:
             est._solve_batch(state, solver, problem, int(kept))
         finally:

@@ -43,7 +43,8 @@ relative gradient norm or duality gap), which is how an estimator's
 """
 import numpy as np
 
-from onlinekernel.solvers.features import FLOAT32_TOL, FeatureOperator, float32_reaches
+from onlinekernel.solvers.features import (
+    FLOAT32_TOL, FeatureOperator, float32_reaches, rounding_gain)
 from onlinekernel.solvers.problem import Problem, Solution
 from onlinekernel.solvers.dual_cd import solve_dual_cd
 from onlinekernel.solvers.newton import (
@@ -54,7 +55,7 @@ from onlinekernel.solvers.wrks import solve_wrks
 __all__ = ["FeatureOperator", "Problem", "Solution", "SOLVERS", "BATCH_SOLVERS",
            "choose_solver", "solver_memory", "feature_dtype", "feature_room", "solve_cholesky",
            "solve_newton_cg", "solve_lbfgs", "solve_dual_cd", "solve_svrg", "solve_sarah",
-           "smoothness_bound", "solve_wrks", "FLOAT32_TOL", "float32_reaches"]
+           "smoothness_bound", "solve_wrks", "FLOAT32_TOL", "float32_reaches", "rounding_gain"]
 
 
 #: Batch solvers by name, with the curvatures each converges for.
@@ -94,7 +95,7 @@ PCG_FEATURES_PER_OUTPUT = 128
 SOLVERS = ("auto", "sgd") + tuple(s for s in BATCH_SOLVERS if s != "wrks")
 
 
-def feature_dtype(solver, model_dtype, tol):
+def feature_dtype(solver, model_dtype, tol, gain=1.0):
     """The precision a batch solver keeps the features in.
 
     The iterative solvers (``newton-cg``, ``lbfgs``, and ``dual-cd``,
@@ -109,7 +110,9 @@ def feature_dtype(solver, model_dtype, tol):
     :data:`FLOAT32_TOL` (``tol=None``, all iterations: the model's own
     precision).  The exact solvers keep the model's precision.  A factored
     map's float32 ``B`` must reach ``tol`` with its rounding amplified by
-    the factor (:class:`FeatureOperator`'s ``tol``; :func:`float32_reaches`).
+    the factor: ``gain``, the map's :func:`rounding_gain` (1 for other
+    maps), the same rule :class:`FeatureOperator` applies, so that what
+    :func:`solver_memory` counts is what the operator keeps.
 
     Examples
     --------
@@ -121,9 +124,11 @@ def feature_dtype(solver, model_dtype, tol):
     dtype('float32')
     >>> feature_dtype("cholesky", np.float64, 1e-4)
     dtype('float64')
+    >>> feature_dtype("newton-cg", np.float64, 1e-4, gain=1e5)  # an ill-conditioned factor
+    dtype('float64')
     """
     model_dtype = np.dtype(model_dtype)
-    if solver in ("newton-cg", "lbfgs", "dual-cd") and float32_reaches(tol):
+    if solver in ("newton-cg", "lbfgs", "dual-cd") and float32_reaches(tol, gain):
         return np.dtype(np.float32)
     return model_dtype
 
@@ -134,7 +139,15 @@ def solver_memory(solver, n, M, K, itemsize):
     ``cholesky`` keeps two ``M x M`` float64 matrices and streams the
     features; the iterative solvers keep the ``n x M`` feature matrix (else
     they would regenerate it on every pass), ``newton-cg`` with ``n >= M``
-    also its preconditioner's matrices.
+    also its preconditioner's matrices.  With ``itemsize=0``, what it needs
+    beyond the feature matrix: the room left of ``max_memory`` is what the
+    feature matrix may then take (:func:`feature_room`).
+
+    Examples
+    --------
+    >>> need, beyond = (solver_memory("newton-cg", 10_000, 512, 1, size) for size in (4, 0))
+    >>> need - beyond  # 10,000 x 512 float32 features
+    20480000
     """
     if solver == "cholesky":
         return 2 * 8 * M * M + 8 * (n * K + M * K)
@@ -165,7 +178,7 @@ def feature_room(solver, n, M, room):
     return 0 if solver == "cholesky" and n >= M else room
 
 
-def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None, factored=False):
+def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None, factored=False, gain=1.0):
     """The solver ``solver="auto"`` runs: the fastest that converges and fits.
 
     By the loss's ``curvature``: ``"constant"`` -> ``"newton-cg"`` when there
@@ -181,7 +194,8 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None, factored=False)
     ``"piecewise_linear"`` -> ``"dual-cd"`` (when the loss has
     ``dual_form``); each only when :func:`solver_memory` is within
     ``max_memory`` (``itemsize`` is the model's; with ``tol``, the features'
-    precision is :func:`feature_dtype`'s), the next in line otherwise, and
+    precision is :func:`feature_dtype`'s, of a factored map's rounding
+    ``gain``), the next in line otherwise, and
     ``"sgd"`` when none fits or the loss declares no curvature.
 
     Examples
@@ -215,7 +229,7 @@ def choose_solver(loss, n, M, K, itemsize, max_memory, tol=None, factored=False)
     else:
         order = ()
     for name in order:
-        size = feature_dtype(name, _DTYPE_OF_SIZE[itemsize], tol).itemsize
+        size = feature_dtype(name, _DTYPE_OF_SIZE[itemsize], tol, gain).itemsize
         if solver_memory(name, n, M, K, size) <= max_memory:
             return name
     return "sgd"

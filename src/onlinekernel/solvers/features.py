@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from onlinekernel.core import blas
 from onlinekernel.core.threads import one_blas_thread
 
-__all__ = ["FLOAT32_TOL", "FeatureOperator", "as_rows", "float32_reaches"]
+__all__ = ["FLOAT32_TOL", "FeatureOperator", "as_rows", "float32_reaches", "rounding_gain"]
 
 #: The smallest ``tol`` an iterative solver reaches on float32 features: their
 #: rounding (relative 1e-7 per product) limits the gradient's accuracy.
@@ -75,6 +75,39 @@ def float32_reaches(tol, gain=1.0):
     (True, False, False)
     """
     return tol is not None and tol >= FLOAT32_TOL * gain
+
+
+def rounding_gain(fmap, seed, n_blocks, tol):
+    """How many times ``fmap``'s linear factor amplifies its ``B``'s rounding, for ``tol``.
+
+    The factor's ``rounding_gain`` (see :class:`FeatureOperator`), whose
+    estimate stops early once float32 rounding amplified that much can no
+    longer reach ``tol``; 1.0 for a map without one (its features round as
+    they are), and where ``tol`` rules float32 out whatever the gain.  What
+    :func:`onlinekernel.solvers.feature_dtype` weighs, so that the memory a
+    solver is allowed and the precision its operator keeps agree.
+
+    Examples
+    --------
+    >>> from onlinekernel import get_feature_map
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> rff = get_feature_map("gaussian", n_components=32, gamma=0.5).bind(2)
+    >>> rounding_gain(rff, 0, 2, 1e-4)
+    1.0
+    >>> nys = get_feature_map("nystrom", n_components=64, gamma=0.5).bind(2).fit(X, 0, 2)
+    >>> bool(rounding_gain(nys, 0, 2, 1e-4) > 1e-4 / FLOAT32_TOL)  # 128 landmarks in 2-d
+    True
+    """
+    factor = getattr(fmap, "linear_factor", None)
+    return _factor_gain(factor(seed, n_blocks) if factor is not None else None, tol)
+
+
+def _factor_gain(factor, tol):
+    """:func:`rounding_gain` of a map's ``linear_factor`` (``None``: no factor)."""
+    gain = getattr(factor, "rounding_gain", None)
+    if gain is None or not float32_reaches(tol):
+        return 1.0
+    return float(gain(limit=tol / FLOAT32_TOL))
 
 
 def as_rows(X, dtype):
@@ -177,9 +210,8 @@ class FeatureOperator:
         self._factor = factor(self.seed, self.n_blocks) if factor is not None else None
         # columns of what the products read: M, or those of B (Phi = B T, T width x M)
         self._width = self.shape[1] if self._factor is None else int(self._factor.width)
-        gain = getattr(self._factor, "rounding_gain", None)
-        if gain is not None and X.dtype == np.float64 and self.dtype == np.float32 \
-                and not float32_reaches(tol, gain(limit=self._gain_limit(tol))):
+        if X.dtype == np.float64 and self.dtype == np.float32 \
+                and not float32_reaches(tol, _factor_gain(self._factor, tol)):
             # a factor that amplifies B's rounding (an ill-conditioned T) asks more of
             # a float64 model's B than float32 features (kin40k, 8,192 landmarks, gain
             # 1e5: test RMSE 0.1063 against 0.1050); a well-conditioned one does not
@@ -191,11 +223,6 @@ class FeatureOperator:
         self.cached = nbytes <= max_bytes
         # what is kept: Phi itself, or B of a factored map (Phi = B T)
         self._Phi = self._stored(0, self.shape[0]) if self.cached else None
-
-    @staticmethod
-    def _gain_limit(tol):
-        """The rounding gain above which float32 cannot reach ``tol`` (0 for None)."""
-        return 0.0 if tol is None else tol / FLOAT32_TOL
 
     @staticmethod
     def nbytes(n, M, dtype):

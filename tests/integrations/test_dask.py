@@ -62,6 +62,41 @@ def test_distributed_fit_equals_single_machine(client, make, target, method):
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("d, gamma, m, factored", [
+    (20, 0.02, 64, True),    # a well-conditioned factor: B's terms added up
+    (2, 0.5, 256, False),    # 2-d inputs, 256 landmarks: every partition whitens
+])
+def test_a_distributed_nystrom_cholesky_fit_adds_up_b_where_its_rounding_allows(
+        client, monkeypatch, d, gamma, m, factored):
+    """The partitions of a Nystrom model's normal equations send ``B^T D B`` (no
+    whitening of their rows) where the whole sum's rounding lets the penalty reach
+    tol, as a single machine's pass does, and the fit equals the single machine's."""
+    import onlinekernel.integrations.dask as dask_integration
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=2000)
+    finished = []
+    real = dask_integration.factored_gram
+
+    def spy(*args):
+        out = real(*args)
+        finished.append(out is not None)
+        return out
+
+    monkeypatch.setattr(dask_integration, "factored_gram", spy)
+    make = lambda: DSGRegressor(kernel="nystrom", block_size=m, max_blocks=1,  # noqa: E731
+                                gamma=gamma, alpha=1e-4 if factored else 1e-8,
+                                solver="cholesky", random_state=2)
+    local = make().fit(X, y)
+    Xd, yd = _chunks(X, y)
+    with client.as_current():
+        dist = make().fit(Xd, yd)
+    assert finished == ([True] if factored else [])
+    a, b = local.predict(X), dist.predict(X)
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-8 * np.abs(a).max())
+
+
 def _problem(client, n, M=256, parts=4):
     X, labels, _ = _data(n, seed=1)
     Xd, yd = _chunks(X, np.where(labels == 1, 1.0, -1.0), parts)

@@ -16,7 +16,10 @@ works without dask installed (``pip install onlinekernel[dask]`` adds it).
   coefficient-sized: the ``M x K`` coefficients or direction out to every
   partition, and back its ``M x K`` gradient or Hessian-product sum (plus
   ``K`` intercept terms and a scalar), or once per fit its ``M x M`` block
-  of ``Phi^T D Phi`` (``cholesky``).  ``max_memory`` and the memory rule
+  of ``Phi^T D Phi`` (``cholesky``; for Nystrom features ``B^T D B``,
+  finished on the client where the whole sum's rounding allows, as
+  :meth:`~onlinekernel.solvers.FeatureOperator.gram` does, so that no
+  partition whitens its rows).  ``max_memory`` and the memory rule
   of ``solver="auto"`` apply to one partition.  Partition results are summed on the client in partition
   order, so a fit is deterministic, and equals the single-machine fit up to
   the order of those sums.  Without a client the collections are computed
@@ -39,6 +42,7 @@ import numbers
 import numpy as np
 
 from onlinekernel.solvers import FeatureOperator, Problem
+from onlinekernel.solvers.features import factored_gram, factored_gram_may_reach, gram_spread
 from onlinekernel.solvers.problem import constant_terms, weighted_hessian_product
 
 __all__ = ["is_dask_collection", "DistributedProblem", "RowArray", "fit", "partial_fit",
@@ -113,12 +117,39 @@ def _constant_terms(part, b):
     return constant_terms(part.loss, part.Y, part.w, b)
 
 
-def _normal_equations(part, fit_intercept, K):
-    """This partition's terms of :meth:`Problem.normal_equations` (a sub-problem's)."""
+def _sub_problem(part, fit_intercept, K):
+    """The partition's rows as a :class:`Problem` (its sums are the partition's terms)."""
     sub = Problem.__new__(Problem)
     sub.features, sub.loss, sub.Y, sub.w = part.op, part.loss, part.Y, part.w
     sub.K, sub.fit_intercept = K, fit_intercept
-    return sub.normal_equations()
+    return sub
+
+
+def _normal_equations(part, fit_intercept, K):
+    """This partition's terms of :meth:`Problem.normal_equations`, from whitened rows."""
+    return _sub_problem(part, fit_intercept, K).normal_equations()
+
+
+def _curvature_total(part, K):
+    """The sum of this partition's curvature weights (``tr(B^T D B)``'s prediction needs it)."""
+    return float(_sub_problem(part, False, K).curvature_weights()[0].sum())
+
+
+def _factored_normal_terms(part, fit_intercept, K):
+    """This partition's normal-equation terms over a factored map's ``B``, and its spread.
+
+    ``B^T D B``, ``B^T d`` and ``B^T G0`` (:meth:`FeatureOperator.gram_terms`)
+    in place of ``Phi``'s, then the rows' :func:`gram_spread`: the client
+    adds them up and finishes them (:func:`factored_gram`).
+    """
+    spread = []
+
+    def gram(d, G):
+        G = np.asarray(G, dtype=part.op.dtype)
+        spread.append(gram_spread(d, G))
+        return part.op.gram_terms(d, G, factored=True)
+
+    return _sub_problem(part, fit_intercept, K).normal_terms(gram) + (spread[0],)
 
 
 def _close(part):
@@ -238,6 +269,11 @@ class DistributedProblem(Problem):
         self.lam = float(alpha) * self.M
         self.fit_intercept = bool(fit_intercept)
         self.traffic = {"sent": 0, "received": 0, "tasks": 0}
+        # the map's factor, to finish the partitions' sums over B; the precision
+        # asked for (a partition keeping B in float64 instead rounds less)
+        factor = getattr(fmap, "linear_factor", None)
+        self._factor = factor(int(seed), int(n_blocks)) if factor is not None else None
+        self._dtype = np.dtype(dtype)
         from distributed import wait
         wait([f for part in parts for f in part])
         who = client.who_has([f for part in parts for f in part])
@@ -304,8 +340,21 @@ class DistributedProblem(Problem):
                          "only sums over them: normal_equations, not per-row curvatures")
 
     def normal_equations(self, tol=None):
-        # each partition whitens its own rows whatever tol: the factored route's
-        # check holds a whole Gram matrix against the penalty, not a partition's term
+        # a factored map's partitions add up B's terms, finished on the client where
+        # the whole matrix's rounding reaches tol (FeatureOperator.gram's rule; its
+        # check holds the sum against the penalty, not a partition's term); each
+        # partition whitens its own rows otherwise
+        factor = self._factor
+        if tol is not None and factor is not None:
+            weight = sum(self._gather(self._each(_curvature_total, self.K)))
+            if factored_gram_may_reach(factor, self._dtype, weight, self.lam, tol):
+                A, s, h, PtG, gb, risk0, spread = self._sum(self._gather(
+                    self._each(_factored_normal_terms, self.fit_intercept, self.K)))
+                done = factored_gram(factor, self._dtype, A, s, PtG, spread, self.lam, tol)
+                if done is not None:
+                    A, s, gC = done
+                    return A, s, (float(h) if self.fit_intercept else 0.0), gC, gb, \
+                        float(risk0)
         A, s, h, gC, gb, risk0 = self._sum(self._gather(
             self._each(_normal_equations, self.fit_intercept, self.K)))
         return A, s, (float(h) if self.fit_intercept else 0.0), gC, gb, float(risk0)

@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from onlinekernel.core import blas
 from onlinekernel.core.threads import one_blas_thread
 
-__all__ = ["FLOAT32_TOL", "FeatureOperator", "as_rows", "float32_reaches", "rounding_gain"]
+__all__ = ["FLOAT32_TOL", "FeatureOperator", "as_rows", "factored_gram",
+           "factored_gram_may_reach", "float32_reaches", "gram_spread", "rounding_gain"]
 
 #: The smallest ``tol`` an iterative solver reaches on float32 features: their
 #: rounding (relative 1e-7 per product) limits the gradient's accuracy.
@@ -108,6 +109,68 @@ def _factor_gain(factor, tol):
     if gain is None or not float32_reaches(tol):
         return 1.0
     return float(gain(limit=tol / FLOAT32_TOL))
+
+
+def _unit_roundoff(dtype):
+    # float32 B: its products' batch sums are float32 before they reach float64
+    return float(np.finfo(dtype).eps) / 2
+
+
+def factored_gram_may_reach(factor, dtype, weight, ridge, tol):
+    """Whether ``T^T (B^T D B) T`` is predicted to reach ``tol`` with the penalty ``ridge``.
+
+    Before the pass (:meth:`FeatureOperator.gram`): ``tr(B^T D B)`` is
+    predicted as ``weight`` (the row weights' sum) times the factor's
+    ``typical_row_norm2``, and its rounding ``u |T|^2`` times that must be
+    within ``tol * ridge`` after :data:`FACTORED_GRAM_SAFETY`.  False for
+    a factor (or ``None``) without ``transposed_gram``, ``norm`` and
+    ``typical_row_norm2``, and without a penalty or a ``tol``.
+    """
+    needs = ("transposed_gram", "norm", "typical_row_norm2")
+    if factor is None or not (ridge > 0 and tol > 0) or not all(hasattr(factor, a)
+                                                                for a in needs):
+        return False
+    budget = tol * ridge / FACTORED_GRAM_SAFETY
+    trace = weight * factor.typical_row_norm2()  # tr(B^T D B), predicted
+    if not trace > 0:
+        return False
+    u = _unit_roundoff(dtype)
+    norm = factor.norm(limit=np.sqrt(budget / (u * trace)))
+    return u * norm ** 2 * trace <= budget
+
+
+def gram_spread(d, G):
+    """``sum_i |G_i|^2 / d_i`` over the rows of positive weight ``d``.
+
+    With ``tr(B^T D B)``, it bounds ``|B^T G|`` by Cauchy-Schwarz: what
+    :func:`factored_gram` checks the right-hand side's rounding against.
+    """
+    live = d > 0
+    return float(np.sum(np.asarray(G, np.float64)[live] ** 2 / d[live, None]))
+
+
+def factored_gram(factor, dtype, A, s, PtG, spread, ridge, tol):
+    """``Phi``'s ``(A, s, PtG)`` from ``B``'s, or ``None`` where their rounding misses ``tol``.
+
+    ``A = B^T D B``, ``s = B^T d``, ``PtG = B^T G`` (or ``None``) summed
+    in ``dtype`` (:meth:`FeatureOperator.gram_terms`), ``spread`` the rows'
+    :func:`gram_spread`.  The matrix's error ``u |T|^2 tr(A)`` over the
+    penalty, and the right-hand side's ``u |T| sqrt(tr(A) spread)`` over
+    ``|T^T B^T G|``, must each be within ``tol`` after
+    :data:`FACTORED_GRAM_SAFETY`; then ``(T^T A T, T^T s, T^T PtG)``.
+    """
+    trace = float(np.trace(A))
+    norm = factor.norm()
+    u = _unit_roundoff(dtype)
+    if u * norm ** 2 * trace * FACTORED_GRAM_SAFETY > tol * ridge:
+        return None
+    if PtG is not None:
+        PtG = factor.apply_transposed(PtG)
+        rhs = float(np.linalg.norm(PtG))
+        if u * norm * np.sqrt(trace * spread) * FACTORED_GRAM_SAFETY \
+                > tol * max(rhs, np.finfo(float).tiny):
+            return None
+    return (factor.transposed_gram(A), factor.apply_transposed(s[:, None]).ravel(), PtG)
 
 
 def as_rows(X, dtype):
@@ -440,18 +503,22 @@ class FeatureOperator:
         if G is not None:
             G = np.asarray(G, dtype=self.dtype)
         if self._factored_gram_may_reach(d, ridge, tol):
-            f = self._factor
-            A, s, PtG = self._accumulate(d, G, factored=True)
-            PtG = None if G is None else f.apply_transposed(PtG)
-            if self._factored_gram_reaches(A, d, G, PtG, ridge, tol):
-                A = f.transposed_gram(A)
-                s = f.apply_transposed(s[:, None]).ravel()
-                return (A, s) if G is None else (A, s, PtG)
-        A, s, PtG = self._accumulate(d, G, factored=False)
+            A, s, PtG = self.gram_terms(d, G, factored=True)
+            done = factored_gram(self._factor, self.dtype, A, s, PtG,
+                                 None if G is None else gram_spread(d, G), ridge, tol)
+            if done is not None:
+                return done[:2] if G is None else done
+        A, s, PtG = self.gram_terms(d, G, factored=False)
         return (A, s) if G is None else (A, s, PtG)
 
-    def _accumulate(self, d, G, factored):
-        """:meth:`gram`'s pass: over ``Phi``, or over ``B`` of a factored map (``factored``)."""
+    def gram_terms(self, d, G, factored):
+        """:meth:`gram`'s pass: ``(A, s, PtG)`` over ``Phi``, or over ``B`` of a factored map.
+
+        ``factored``: ``B^T D B``, ``B^T d`` and ``B^T G`` (``PtG`` None
+        without ``G``), which :func:`factored_gram` turns into ``Phi``'s
+        terms where their rounding allows: sums over rows, so partitions of
+        the rows may add theirs up first (the Dask integration does).
+        """
         width = self._width if factored else self.shape[1]
         A = np.zeros((width, width), dtype=np.float64, order="F")  # upper triangle, then mirrored
         s = np.zeros(width, dtype=np.float64)
@@ -481,45 +548,7 @@ class FeatureOperator:
 
     def _factored_gram_may_reach(self, d, ridge, tol):
         """Whether :meth:`gram`'s factored route is predicted to reach ``tol`` (before its pass)."""
-        f = self._factor
-        needs = ("transposed_gram", "norm", "typical_row_norm2")
-        if f is None or not (ridge > 0 and tol > 0) or not all(hasattr(f, a) for a in needs):
-            return False
-        budget = tol * ridge / FACTORED_GRAM_SAFETY
-        trace = float(d.sum()) * f.typical_row_norm2()  # tr(B^T D B), predicted
-        if not trace > 0:
-            return False
-        u = self._unit_roundoff
-        norm = f.norm(limit=np.sqrt(budget / (u * trace)))
-        return u * norm ** 2 * trace <= budget
-
-    @property
-    def _unit_roundoff(self):
-        # float32 B: its products' batch sums are float32 before they reach float64
-        return float(np.finfo(self.dtype).eps) / 2
-
-    def _factored_gram_reaches(self, A, d, G, PtG, ridge, tol):
-        """Whether the factored Gram matrix ``A = B^T D B`` just formed reaches ``tol``.
-
-        The matrix's error ``u |T|^2 tr(A)`` over the penalty, and the
-        right-hand side's ``u |T| sqrt(tr(A) sum_i |G_i|^2 / d_i)`` over
-        ``|T^T B^T G|`` (``PtG``; the root bounds ``|B^T G|`` by
-        Cauchy-Schwarz), each within ``tol`` after
-        :data:`FACTORED_GRAM_SAFETY`.
-        """
-        f = self._factor
-        trace = float(np.trace(A))
-        norm = f.norm()
-        u = self._unit_roundoff
-        if u * norm ** 2 * trace * FACTORED_GRAM_SAFETY > tol * ridge:
-            return False
-        if G is None:
-            return True
-        live = d > 0
-        spread = float(np.sum(np.asarray(G, np.float64)[live] ** 2 / d[live, None]))
-        rhs = float(np.linalg.norm(PtG))
-        return u * norm * np.sqrt(trace * spread) * FACTORED_GRAM_SAFETY \
-            <= tol * max(rhs, np.finfo(float).tiny)
+        return factored_gram_may_reach(self._factor, self.dtype, float(d.sum()), ridge, tol)
 
     def close(self):
         """Release the worker threads and the kept matrix."""

@@ -233,15 +233,27 @@ class Problem:
         if self._normal is not None:
             A, s, h, gC, gb, risk0 = self._normal
             return A.copy(), s, h, gC, gb, risk0  # the solver overwrites A
-        d, G0 = self.curvature_weights()
-        gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
         exact = tol is None or self.keep_normal_equations  # a path's penalties may be smaller
-        A, s, gC = self.features.gram(d, G0, ridge=0.0 if exact else self.lam,
-                                      tol=0.0 if exact else tol)
-        h = float(d.sum()) if self.fit_intercept else 0.0
-        risk0 = float(self.w @ self.loss.loss(self.Y, np.zeros((self.Y.shape[0], self.K))))
+        ridge, tol = (0.0, 0.0) if exact else (self.lam, tol)
+        A, s, h, gC, gb, risk0 = self.normal_terms(
+            lambda d, G: self.features.gram(d, G, ridge=ridge, tol=tol))
         if self.keep_normal_equations:
             self._normal = (A.copy(), s, h, gC, gb, risk0)
+        return A, s, h, gC, gb, risk0
+
+    def normal_terms(self, gram):
+        """:meth:`normal_equations`' terms, with ``(A, s, gC)`` from ``gram(d, G0)``.
+
+        ``d`` and ``G0`` are :meth:`curvature_weights`; ``gram`` is the
+        features' :meth:`FeatureOperator.gram` (with its ridge and tol), or
+        a partition's sums over a factored map's ``B`` that a distributed
+        problem finishes once they are added up.
+        """
+        d, G0 = self.curvature_weights()
+        gb = G0.sum(axis=0) if self.fit_intercept else np.zeros(self.K)
+        A, s, gC = gram(d, G0)
+        h = float(d.sum()) if self.fit_intercept else 0.0
+        risk0 = float(self.w @ self.loss.loss(self.Y, np.zeros((self.Y.shape[0], self.K))))
         return A, s, h, gC, gb, risk0
 
     def row_gram(self):

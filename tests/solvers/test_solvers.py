@@ -793,8 +793,9 @@ def test_a_float64_nystrom_operator_keeps_b_in_float32_where_tol_allows_its_gain
 def test_max_memory_counts_the_precision_a_nystrom_b_is_kept_in(monkeypatch, d, gamma, kept):
     """The memory a solver is allowed is counted at the precision its operator keeps
     Nystrom's B in: float32 for a well-conditioned factor, float64 where the factor's
-    rounding gain rules float32 out (counted at float32, a float64 B was kept beyond
-    max_memory), and the kept matrix never takes more than the solver leaves of it."""
+    rounding gain rules float32 out (counted at float32, newton-cg was allowed, then
+    regenerated its float64 B on every product, or kept it past max_memory with its
+    working arrays), and the kept matrix takes at most what the solver leaves."""
     from onlinekernel.solvers import feature_dtype, rounding_gain, solver_memory
 
     rng = np.random.default_rng(3)

@@ -345,7 +345,7 @@ class DistributedProblem(Problem):
         # check holds the sum against the penalty, not a partition's term); each
         # partition whitens its own rows otherwise
         factor = self._factor
-        if tol is not None and factor is not None:
+        if tol is not None and factor is not None and not self.keep_normal_equations:
             weight = sum(self._gather(self._each(_curvature_total, self.K)))
             if factored_gram_may_reach(factor, self._dtype, weight, self.lam, tol):
                 A, s, h, PtG, gb, risk0, spread = self._sum(self._gather(

@@ -93,6 +93,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import datetime
 import json
+import math
 import multiprocessing
 import operator
 import platform
@@ -564,7 +565,10 @@ def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian",
     iterative solver that needs more than it (the library's own estimate,
     :func:`onlinekernel.solvers.solver_memory`, for one output; w8a, 49,749
     rows x 16,384 features: newton-cg needs 9.0 GiB, so a walk that
-    validated that size on its tuning rows could not refit it).
+    validated that size on its tuning rows could not refit it).  A Nystrom
+    model's ``B`` is counted at the model's precision: it is float32 only
+    where the landmarks' rounding gain allows (``feature_dtype``'s ``gain``),
+    unknown before they are chosen.
     """
     M = blocks * block_size
     if n * M * 8 <= MEMORY_CAP:
@@ -577,7 +581,8 @@ def ours_params(task, gamma, reg, loss, blocks, n, seed, kernel="gaussian",
         loss = "squared"
     solver = OURS_SOLVER[loss]
     if solver != "auto":  # "auto" picks a solver that fits, or says why none does
-        size = feature_dtype(solver, dtype, ESTIMATOR_TOL).itemsize
+        gain = math.inf if kernel == "nystrom" else 1.0
+        size = feature_dtype(solver, dtype, ESTIMATOR_TOL, gain).itemsize
         if solver_memory(solver, n, M, 1, size) > MEMORY_CAP:
             return None
     return {"loss": loss, "solver": solver, "gamma": float(gamma),

@@ -1671,13 +1671,12 @@ class BaseDSG(BaseEstimator):
         fmap = state["feature_map_"]
         if n_blocks is None:
             n_blocks = self._budget_blocks(state["_n_outputs"])
-        gain = rounding_gain(fmap, state["seed_"], n_blocks, self.tol)
+        # (the operator weighs a factored map's rounding gain against tol itself)
         return FeatureOperator(fmap, state["seed_"], n_blocks, X,
                                max_bytes=feature_room(solver, X.shape[0],
                                                       n_blocks * fmap.n_components, room),
                                n_jobs=check_n_jobs(self.n_jobs),
-                               dtype=feature_dtype(solver, X.dtype, self.tol, gain),
-                               tol=self.tol)
+                               dtype=feature_dtype(solver, X.dtype, self.tol), tol=self.tol)
 
     def _use_gamma(self, state, X, sw, gamma):
         """Rebuild a new model's feature map in ``state`` with the bandwidth ``gamma``."""

@@ -52,3 +52,27 @@ def test_cadata_regression():
     pred = reg.predict(scaler.transform(Xt)) * sd + mu
     r2 = 1.0 - np.mean((pred - yt) ** 2) / np.var(yt)
     assert r2 >= 0.72
+
+
+@needs_data("letter")
+def test_one_pass_with_polynomial_averaging_beats_the_inverse_schedule():
+    """One pass of partial_fit (letter, standardised, 26 classes, chunks of 5,000
+    shuffled rows): the slower ``invsqrt`` steps with polynomial-decay averaging
+    learn more from the pass than the default ``inverse`` schedule, whose steps
+    have shrunk sixfold by its end (500 steps; ``invsqrt``'s 2.4-fold); measured
+    10.0 % test error against 12.1 %."""
+    X, y, Xt, yt = load_dataset("letter")
+    scaler = StandardScaler().fit(X)
+    X, Xt = scaler.transform(X), scaler.transform(Xt)
+    order = np.random.default_rng(0).permutation(X.shape[0])
+    errors = {}
+    for name, params in {"inverse": {},
+                         "polynomial": dict(learning_rate="invsqrt", average="polynomial")
+                         }.items():
+        clf = DSGClassifier(random_state=0, **params)
+        for s in range(0, X.shape[0], 5000):
+            idx = order[s:s + 5000]
+            clf.partial_fit(X[idx], y[idx], classes=np.unique(y))
+        errors[name] = 1.0 - clf.score(Xt, yt)
+    assert errors["polynomial"] <= errors["inverse"] - 0.01, errors
+    assert errors["polynomial"] < 0.12, errors

@@ -14,7 +14,7 @@ import pytest
 from conftest import load_dataset, needs_data
 from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map, get_loss, load
 from onlinekernel.solvers.dsg import BlockSource, block_features, gemm, predict_raw
-from onlinekernel.solvers.eigenpro import EigenPro, max_curvature
+from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
 
 
 def _spectrum_data(n=600, M=40, seed=0):
@@ -182,6 +182,36 @@ def test_regressor_with_averaging():
     reg = DSGRegressor(**dict(EP, average=True)).partial_fit(X, y)
     assert reg.n_averaged_ == reg.t_
     assert reg.score(X, y) > 0.8
+
+
+def test_eigenpro_steps_average_with_the_polynomial_decay():
+    """Iterate.average_decay: the n-th iterate weighs (1 + eta) / (n + eta) in the mean."""
+    fmap = get_feature_map("gaussian", n_components=16, gamma=0.5).bind(4)
+    src = BlockSource(fmap, 3, 1 << 20)
+    X, y = _rings(n=400)
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    sw, loss, M = np.ones(400), get_loss("logistic"), 64
+    pre = EigenPro.estimate(block_features(src, X, 4), 10, 0.25, 16)
+    order = np.arange(160, dtype=np.int64)
+
+    def fresh(start, decay):
+        return Iterate(coef=np.zeros((M, 1)), intercept=np.zeros(1),
+                       coef_avg=np.zeros((M, 1)), intercept_avg=np.zeros(1), t=0,
+                       n_averaged=0, average_start=start, average_decay=decay)
+
+    plain, iterates = fresh(-1, 0.0), []
+    for s in range(0, 160, 16):  # one step a call: the iterates, one by one
+        pre.steps(src, loss, X, Y, sw, order[s:s + 16], 16, 1e-4, True, plain)
+        iterates.append(plain.coef.copy())
+    eta = 3.0
+    avg = fresh(0, eta)
+    pre.steps(src, loss, X, Y, sw, order, 16, 1e-4, True, avg)
+    w = [(1 + eta) / (k + eta) * np.prod([1 - (1 + eta) / (j + eta) for j in range(k + 1, 11)])
+         for k in range(1, 11)]
+    np.testing.assert_allclose(avg.coef_avg, sum(wk * c for wk, c in zip(w, iterates)),
+                               rtol=1e-10, atol=1e-14)
+    np.testing.assert_array_equal(avg.coef, plain.coef)  # the iterates themselves are the same
+    assert avg.n_averaged == 10
 
 
 @pytest.mark.parametrize("params, match", [

@@ -13,6 +13,7 @@ import pytest
 
 from onlinekernel import DSGClassifier, DSGRegressor, load
 from onlinekernel.solvers.reuse import precondition, safe_step_size, uniform_picks
+from onlinekernel.estimators._base import POLYNOMIAL_DECAY
 
 from conftest import PyGaussianRFF
 
@@ -435,6 +436,64 @@ def test_average_is_the_mean_of_the_iterates(average, reuse):
     # averaging does not change the iterates themselves
     np.testing.assert_allclose(averaged._scale * averaged._coef[:rows], iterates[-1],
                                rtol=1e-12, atol=1e-15)
+
+
+def _polynomial_mean(values, eta):
+    """Shamir & Zhang's polynomial-decay average of ``values``, written out as weights."""
+    n = len(values)
+    # the n-th value enters with c_n = (1 + eta) / (n + eta); later ones keep 1 - c_k of it
+    c = [(1.0 + eta) / (k + eta) for k in range(1, n + 1)]
+    w = [c[s] * np.prod([1.0 - ck for ck in c[s + 1:]]) for s in range(n)]
+    assert np.isclose(sum(w), 1.0)  # c_1 = 1: the weights are a mean's
+    return sum(wi * v for wi, v in zip(w, values))
+
+
+@pytest.mark.parametrize("reuse", ["all", "uniform"])
+def test_polynomial_average_weighs_late_iterates_more(reuse):
+    X, y = _data()
+    n_steps, rows = 20, 4 * F
+    plain = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0)
+    iterates, intercepts = [], []
+    for s in range(n_steps):
+        plain.partial_fit(X[s * B:(s + 1) * B], y[s * B:(s + 1) * B], classes=[0, 1])
+        c = np.zeros((rows, 1))
+        c[:plain.n_random_features_] = plain.coef_
+        iterates.append(c)
+        intercepts.append(plain.intercept_.copy())
+    averaged = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0,
+                      average="polynomial")
+    averaged.partial_fit(X[:n_steps * B], y[:n_steps * B], classes=[0, 1])
+    eta = POLYNOMIAL_DECAY
+    np.testing.assert_allclose(averaged.coef_, _polynomial_mean(iterates, eta),
+                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(averaged.intercept_, _polynomial_mean(intercepts, eta),
+                               rtol=1e-10, atol=1e-13)
+    assert averaged.n_averaged_ == n_steps
+    # not the plain mean: the late iterates count more
+    assert not np.allclose(averaged.coef_, np.mean(iterates, axis=0), rtol=1e-6)
+
+
+def test_a_polynomial_average_continues_from_its_model_file(tmp_path):
+    X, y = _data()
+    model = _model(average="polynomial").partial_fit(X[:4 * B], y[:4 * B], classes=[0, 1])
+    model.save(tmp_path / "poly.okm")
+    loaded = load(tmp_path / "poly.okm")
+    assert loaded.average == "polynomial" and loaded.n_averaged_ == model.n_averaged_
+    for m in (model, loaded):
+        m.partial_fit(X[4 * B:8 * B], y[4 * B:8 * B])
+    np.testing.assert_array_equal(loaded.coef_, model.coef_)
+    np.testing.assert_array_equal(loaded.intercept_, model.intercept_)
+
+
+def test_average_takes_a_bool_a_step_count_or_polynomial():
+    X, y = _data()
+    model = _model(average="polynomial").partial_fit(X[:B], y[:B], classes=[0, 1])
+    before = model.coef_.copy()
+    for bad in ("poly", "mean", -1):
+        model.set_params(average=bad)
+        with pytest.raises(ValueError, match="average"):
+            model.partial_fit(X[B:2 * B], y[B:2 * B])
+        np.testing.assert_array_equal(model.coef_, before)
 
 
 # --------------------------------------------------------------------------- #

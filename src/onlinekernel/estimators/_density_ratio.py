@@ -198,7 +198,7 @@ class DSGDensityRatio(BaseDSG):
         The held-out share of each sample for ``early_stopping``.
     shuffle : bool, default=True
         Shuffle both samples before each epoch of ``fit``.
-    average : bool or int, default=True
+    average : bool, int or "polynomial", default=True
         Polyak-Ruppert averaging of the iterates (see :class:`DSGClassifier`).
     {{seed_to_jobs}}
     verbose : int, default=0

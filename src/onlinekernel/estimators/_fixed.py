@@ -367,7 +367,7 @@ class FixedFeatureRegressor(RegressorMixin, _FixedFeatureSGD):
         Shuffle the rows before each pass of ``fit`` (seeded by the model).
         The paper draws rows with replacement; a shuffled pass is the usual
         practice and sees every row once.
-    average : bool or int, default=False
+    average : bool, int or "polynomial", default=False
         Polyak-Ruppert averaging of the iterates (as in
         :class:`onlinekernel.DSGClassifier`); not part of the paper's
         algorithm.

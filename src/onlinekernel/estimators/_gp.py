@@ -199,7 +199,7 @@ class DSGGaussianProcessRegressor(RegressorMixin, BaseDSG):
         The held-out share for ``early_stopping``.
     shuffle : bool, default=True
         Shuffle the rows before each epoch (``"sgd"``).
-    average : bool or int, default=False
+    average : bool, int or "polynomial", default=False
         Polyak-Ruppert averaging of the mean's coefficients (``"sgd"``).
     random_state : int, RandomState or None, default=None
         Seeds the random features and the shuffling.

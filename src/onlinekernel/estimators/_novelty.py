@@ -129,7 +129,7 @@ class DSGOneClassSVM(OutlierMixin, BaseDSG):
         The held-out share for ``early_stopping``.
     shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit``.
-    average : bool or int, default=False
+    average : bool, int or "polynomial", default=False
         Polyak-Ruppert averaging of the coefficients and of the offset
         (``True``: from the first step; ``n``: from step ``n + 1``).
         Averaging the second half of the steps removes the step noise that

@@ -77,7 +77,7 @@ class DSGQuantileRegressor(BaseDSG):
         Targets are standardised internally (the scaling is undone on
         prediction and kept in model files), so raw targets work.
     shuffle : bool, default=True
-    average : bool or int, default=True
+    average : bool, int or "polynomial", default=True
     random_state : int, RandomState or None, default=None
     warm_start : bool, default=False
     cache_bytes : int, default=64 MiB

@@ -611,9 +611,11 @@ cdef class StepPlan:
     ``step_sizes`` (one per batch of ``batch_size`` rows), ``decay`` (the
     forgetting factor per step, or None), the penalty ``alpha``, the budget
     ``max_blocks``, ``fit_intercept``, the first averaged step ``avg_start``
-    (-1: none), the threads ``n_jobs`` (>= 1) and the ``reuse`` rules (an
-    :class:`onlinekernel.solvers.reuse.Reuse`, or None for the plain budget update).
-    Read-only once built.
+    (-1: none), the average's polynomial decay ``avg_decay`` (``eta >= 0``:
+    the ``n``-th averaged iterate enters with weight ``(1 + eta) / (n +
+    eta)``; 0 is the plain running mean), the threads ``n_jobs`` (>= 1) and
+    the ``reuse`` rules (an :class:`onlinekernel.solvers.reuse.Reuse`, or
+    None for the plain budget update).  Read-only once built.
     """
     cdef readonly Py_ssize_t batch_size
     cdef readonly object step_sizes
@@ -622,16 +624,20 @@ cdef class StepPlan:
     cdef readonly Py_ssize_t max_blocks
     cdef readonly bint fit_intercept
     cdef readonly int64_t avg_start
+    cdef readonly double avg_decay
     cdef readonly int n_jobs
     cdef readonly Reuse reuse
 
     def __init__(self, Py_ssize_t batch_size, step_sizes, double alpha, Py_ssize_t max_blocks,
-                 bint fit_intercept, *, int64_t avg_start=-1, int n_jobs=1, Reuse reuse=None,
-                 decay=None):
+                 bint fit_intercept, *, int64_t avg_start=-1, double avg_decay=0.0,
+                 int n_jobs=1, Reuse reuse=None, decay=None):
+        if not avg_decay >= 0.0:
+            raise ValueError(f"avg_decay must be >= 0, got {avg_decay!r}")
         self.batch_size, self.alpha, self.max_blocks = batch_size, alpha, max_blocks
         self.step_sizes = np.ascontiguousarray(step_sizes, dtype=np.float64)
         self.decay = None if decay is None else np.ascontiguousarray(decay, dtype=np.float64)
         self.fit_intercept, self.avg_start, self.n_jobs = fit_intercept, avg_start, n_jobs
+        self.avg_decay = avg_decay
         self.reuse = reuse
 
 
@@ -677,7 +683,10 @@ def train_steps(ModelState model, CyLoss loss, X, const double[:, ::1] Y,
          factor and moved by ``-step * mean(G)``);
       6. when ``avg_start >= 0`` and the step count ``t`` exceeds it, folds the
          new iterate into the running means ``coef_avg`` and ``intercept_avg``
-         (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients).
+         (Polyak-Ruppert averaging; ``coef_avg`` holds plain coefficients),
+         the ``n``-th with weight ``(1 + eta) / (n + eta)`` for
+         ``eta = plan.avg_decay`` (polynomial-decay averaging: 0 is the
+         plain mean).
 
     ``model`` (a :class:`ModelState`) is updated in place; its ``coef`` (and
     ``coef_avg``) must have room for every block the call may add.  ``X``
@@ -854,6 +863,7 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
     cdef double alpha = plan.alpha
     cdef bint fit_intercept = plan.fit_intercept
     cdef int64_t avg_start = plan.avg_start
+    cdef double avg_decay = plan.avg_decay
     cdef Py_ssize_t n_rows = order.shape[0], m = Y.shape[1]
     cdef Py_ssize_t K = coef.shape[1], F = fmap.n_components
     cdef Py_ssize_t n_steps = step_sizes.shape[0]
@@ -973,7 +983,8 @@ cdef _train_loop(ModelState model, StepPlan plan, CyLoss loss, _Pass p, real[:, 
             break  # a Python feature map (or a preconditioning solve) failed: the caller raises
         if avg_start >= 0 and model.t > avg_start:
             model.n_averaged += 1
-            inv = 1.0 / model.n_averaged
+            # eta = 0: 1 / n exactly, the plain mean's bits
+            inv = (1.0 + avg_decay) / (model.n_averaged + avg_decay)
             with nogil:
                 for i in range(nblk * F):
                     for c in range(K):

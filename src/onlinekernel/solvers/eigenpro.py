@@ -75,6 +75,7 @@ class Iterate:
     t: int
     n_averaged: int
     average_start: int
+    average_decay: float = 0.0  # polynomial-decay averaging's eta (0: the plain mean)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,7 +200,7 @@ class EigenPro:
             it.t += 1
             if it.average_start >= 0 and it.t > it.average_start:
                 it.n_averaged += 1
-                w = 1.0 / it.n_averaged
+                w = (1.0 + it.average_decay) / (it.n_averaged + it.average_decay)
                 it.coef_avg += (w * (it.coef - it.coef_avg)).astype(dt)
                 it.intercept_avg = it.intercept_avg + w * (it.intercept - it.intercept_avg)
             if not (np.all(np.isfinite(it.coef)) and np.all(np.isfinite(it.intercept))):

@@ -30,10 +30,11 @@ Each of the eight streaming contenders makes ``--passes`` passes; its test
 error is read after every chunk (scoring not timed), its training time is the
 median over ``--repeats`` runs, run interleaved (the order reversed every
 other repeat) so that all see the same machine load.  BLAS is limited to one
-thread for everyone.  Targets, as ratios within the run, for the default
-EigenPro and the polynomial averaging: ours' one-pass test error below the tuned pipeline's, and
-ours' one-pass time at most the pipeline's in the same dtype; reported: the
-passes each of ours needs to reach the batch optimum's error.
+thread for everyone.  Targets, as ratios within the run, for the default,
+for EigenPro and for the polynomial averaging: ours' one-pass test error
+below the tuned pipeline's, and ours' one-pass time at most the pipeline's
+in the same dtype; reported: the passes each of ours needs to reach the
+batch optimum's error.
 
 Run from the repository root::
 

@@ -412,11 +412,8 @@ def test_preconditioned_step_in_the_model(batch, block):
 # --------------------------------------------------------------------------- #
 # averaging
 # --------------------------------------------------------------------------- #
-@pytest.mark.parametrize("average", [True, 5])
-@pytest.mark.parametrize("reuse", ["all", "uniform"])
-def test_average_is_the_mean_of_the_iterates(average, reuse):
-    X, y = _data()
-    n_steps, rows = 20, 4 * F
+def _iterates(reuse, X, y, n_steps, rows):
+    """Coefficients and intercepts after each of ``n_steps`` one-step calls, unaveraged."""
     plain = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0)
     iterates, intercepts = [], []
     for s in range(n_steps):
@@ -425,6 +422,15 @@ def test_average_is_the_mean_of_the_iterates(average, reuse):
         c[:plain.n_random_features_] = plain.coef_
         iterates.append(c)
         intercepts.append(plain.intercept_.copy())
+    return iterates, intercepts
+
+
+@pytest.mark.parametrize("average", [True, 5])
+@pytest.mark.parametrize("reuse", ["all", "uniform"])
+def test_average_is_the_mean_of_the_iterates(average, reuse):
+    X, y = _data()
+    n_steps, rows = 20, 4 * F
+    iterates, intercepts = _iterates(reuse, X, y, n_steps, rows)
     first = 0 if average is True else average
     averaged = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0, average=average)
     averaged.partial_fit(X[:n_steps * B], y[:n_steps * B], classes=[0, 1])  # one call
@@ -452,14 +458,7 @@ def _polynomial_mean(values, eta):
 def test_polynomial_average_weighs_late_iterates_more(reuse):
     X, y = _data()
     n_steps, rows = 20, 4 * F
-    plain = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0)
-    iterates, intercepts = [], []
-    for s in range(n_steps):
-        plain.partial_fit(X[s * B:(s + 1) * B], y[s * B:(s + 1) * B], classes=[0, 1])
-        c = np.zeros((rows, 1))
-        c[:plain.n_random_features_] = plain.coef_
-        iterates.append(c)
-        intercepts.append(plain.intercept_.copy())
+    iterates, intercepts = _iterates(reuse, X, y, n_steps, rows)
     averaged = _model(reuse=reuse, learning_rate="invsqrt", eta0=8.0, t0=2.0,
                       average="polynomial")
     averaged.partial_fit(X[:n_steps * B], y[:n_steps * B], classes=[0, 1])

@@ -49,6 +49,16 @@ DATA_DIR = Path(os.environ.get("ONLINEKERNEL_DATA",
                                Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+def polynomial_mean(values, eta):
+    """Shamir & Zhang's polynomial-decay average of ``values``, written out as weights."""
+    n = len(values)
+    # the n-th value enters with c_n = (1 + eta) / (n + eta); later ones keep 1 - c_k of it
+    c = [(1.0 + eta) / (k + eta) for k in range(1, n + 1)]
+    w = [c[s] * np.prod([1.0 - ck for ck in c[s + 1:]]) for s in range(n)]
+    assert np.isclose(sum(w), 1.0)  # c_1 = 1: the weights are a mean's
+    return sum(wi * v for wi, v in zip(w, values))
+
+
 def load_dataset(name):
     """``X_train, y_train, X_test, y_test`` of ``DATA_DIR/name.npz`` as float64 X."""
     with np.load(DATA_DIR / f"{name}.npz") as d:

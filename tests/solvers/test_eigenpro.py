@@ -11,7 +11,7 @@
 import numpy as np
 import pytest
 
-from conftest import load_dataset, needs_data
+from conftest import load_dataset, needs_data, polynomial_mean
 from onlinekernel import DSGClassifier, DSGRegressor, get_feature_map, get_loss, load
 from onlinekernel.solvers.dsg import BlockSource, block_features, gemm, predict_raw
 from onlinekernel.solvers.eigenpro import EigenPro, Iterate, max_curvature
@@ -203,12 +203,9 @@ def test_eigenpro_steps_average_with_the_polynomial_decay():
     for s in range(0, 160, 16):  # one step a call: the iterates, one by one
         pre.steps(src, loss, X, Y, sw, order[s:s + 16], 16, 1e-4, True, plain)
         iterates.append(plain.coef.copy())
-    eta = 3.0
-    avg = fresh(0, eta)
+    avg = fresh(0, 3.0)
     pre.steps(src, loss, X, Y, sw, order, 16, 1e-4, True, avg)
-    w = [(1 + eta) / (k + eta) * np.prod([1 - (1 + eta) / (j + eta) for j in range(k + 1, 11)])
-         for k in range(1, 11)]
-    np.testing.assert_allclose(avg.coef_avg, sum(wk * c for wk, c in zip(w, iterates)),
+    np.testing.assert_allclose(avg.coef_avg, polynomial_mean(iterates, 3.0),
                                rtol=1e-10, atol=1e-14)
     np.testing.assert_array_equal(avg.coef, plain.coef)  # the iterates themselves are the same
     assert avg.n_averaged == 10

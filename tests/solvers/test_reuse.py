@@ -15,7 +15,7 @@ from onlinekernel import DSGClassifier, DSGRegressor, load
 from onlinekernel.solvers.reuse import precondition, safe_step_size, uniform_picks
 from onlinekernel.estimators._base import POLYNOMIAL_DECAY
 
-from conftest import PyGaussianRFF
+from conftest import PyGaussianRFF, polynomial_mean
 
 F, B = 16, 8
 
@@ -444,16 +444,6 @@ def test_average_is_the_mean_of_the_iterates(average, reuse):
                                rtol=1e-12, atol=1e-15)
 
 
-def _polynomial_mean(values, eta):
-    """Shamir & Zhang's polynomial-decay average of ``values``, written out as weights."""
-    n = len(values)
-    # the n-th value enters with c_n = (1 + eta) / (n + eta); later ones keep 1 - c_k of it
-    c = [(1.0 + eta) / (k + eta) for k in range(1, n + 1)]
-    w = [c[s] * np.prod([1.0 - ck for ck in c[s + 1:]]) for s in range(n)]
-    assert np.isclose(sum(w), 1.0)  # c_1 = 1: the weights are a mean's
-    return sum(wi * v for wi, v in zip(w, values))
-
-
 @pytest.mark.parametrize("reuse", ["all", "uniform"])
 def test_polynomial_average_weighs_late_iterates_more(reuse):
     X, y = _data()
@@ -463,9 +453,9 @@ def test_polynomial_average_weighs_late_iterates_more(reuse):
                       average="polynomial")
     averaged.partial_fit(X[:n_steps * B], y[:n_steps * B], classes=[0, 1])
     eta = POLYNOMIAL_DECAY
-    np.testing.assert_allclose(averaged.coef_, _polynomial_mean(iterates, eta),
+    np.testing.assert_allclose(averaged.coef_, polynomial_mean(iterates, eta),
                                rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose(averaged.intercept_, _polynomial_mean(intercepts, eta),
+    np.testing.assert_allclose(averaged.intercept_, polynomial_mean(intercepts, eta),
                                rtol=1e-10, atol=1e-13)
     assert averaged.n_averaged_ == n_steps
     # not the plain mean: the late iterates count more

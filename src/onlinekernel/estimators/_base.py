@@ -103,8 +103,8 @@ _EIGENPRO_K = 160
 _EIGENPRO_ROWS = 2000
 _EIGENPRO_BLOCK = _SPLIT_BLOCK - 1
 # average="polynomial": polynomial-decay averaging (Shamir & Zhang 2013), the
-# n-th averaged iterate weighted (1 + eta) / (n + eta): the mean of about the last
-# 1 / (1 + eta) of the steps, so the early, large ones fade as the run goes on
+# n-th averaged iterate weighted (1 + eta) / (n + eta): after t steps, step s
+# weighs about (s / t)^eta, so the early, large ones fade as the run goes on
 # (their eta = 3; eta = 10 did as well, measured by one pass of partial_fit)
 POLYNOMIAL_DECAY = 3.0
 # State that only some models have (target scaling, EigenPro's preconditioner):
@@ -1505,7 +1505,7 @@ class BaseDSG(BaseEstimator):
 
     def _average_decay(self):
         """``eta`` of the average's weights ``(1 + eta) / (n + eta)`` (0: the plain mean)."""
-        return POLYNOMIAL_DECAY if isinstance(self.average, str) else 0.0
+        return POLYNOMIAL_DECAY if self.average == "polynomial" else 0.0
 
     def _shuffled(self, seed, epoch, n):
         if not self.shuffle:

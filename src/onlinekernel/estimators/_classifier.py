@@ -263,10 +263,10 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         8.92 % against 9.82 %, a9a 15.67 % against 16.10 %; pendigits and
         magic04 the same to 0.03 pp), at the same cost a step; it is not the
         default because the average doubles what a model file holds and
-        keeps part of the past in a stream that drifts.  Averaging removes most of
-        the noise of large steps, so it
-        pairs with a slowly decaying schedule; it costs one pass over the
-        coefficients per step.  With the default 1/t schedule the last
+        keeps part of the past in a stream that drifts.  Averaging removes
+        most of the noise of large steps, so it pairs with a slowly decaying
+        schedule; it costs one pass over the coefficients per step.  With
+        the default 1/t schedule the last
         iterate is already a weighted average, and averaging the early,
         large steps in costs accuracy (measured: ijcnn1 96.2 % to 91.7 %,
         letter 94.8 % to 90.5 %, covtype 79.0 % to 78.7 %).

@@ -18,10 +18,11 @@
  * feed the features, the predictions and the stochastic steps; the batch
  * solvers' large products (numpy and scipy) still use BLAS.
  *
- * Speed: a 4 x (2 registers) tile of accumulators over a packed panel of
- * op(B), in AVX-512 or AVX2 with FMA when the CPU has them (chosen at run
- * time), else in portable C with fma() from the C library (exactly rounded
- * in hardware or software).  All three give the same bits.
+ * Speed: an 8 x (2 registers) tile of accumulators over a packed panel of
+ * op(B) (a transposed B's panel gathered with AVX-512), in AVX-512 or AVX2
+ * with FMA when the CPU has them (chosen at run time), else in portable C
+ * with fma() from the C library (exactly rounded in hardware or software).
+ * All three give the same bits.
  */
 #ifndef ONLINEKERNEL_OKLINALG_H
 #define ONLINEKERNEL_OKLINALG_H
@@ -35,8 +36,10 @@
 #include <immintrin.h>
 #endif
 
-/* rows of a tile; the widest tile's columns (two AVX-512 registers of floats) */
-#define OK_IB 4
+/* rows of a tile; below OK_FEW rows no tile (see OK_SMALL_ROWS); the widest
+ * tile's columns (two AVX-512 registers of floats) */
+#define OK_IB 8
+#define OK_FEW 4
 #define OK_JB_MAX 32
 
 /* The instruction sets of the kernels: 0 portable C, 1 AVX2 + FMA, 2 AVX-512. */
@@ -75,10 +78,45 @@ static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *ou
 }
 
 #ifdef OK_LINALG_X86
-/* W lanes per register; the tile is OK_IB rows x 2 registers */
+/*
+ * W lanes per register; the tile is OK_IB (8) rows x 2 registers: 16
+ * accumulators, for AVX-512's 32 registers.  AVX2 has 16 registers, so its
+ * tile is two halves of 4 rows (OK_SIMD_HALVES), each with 8 accumulators.
+ */
+#define OK_SIMD_ROW(R, SET1, FMADD)                                                      \
+        x = SET1(a##R[p * ps]); c##R##0 = FMADD(x, b0, c##R##0);                          \
+        c##R##1 = FMADD(x, b1, c##R##1);
 #define OK_SIMD_KERNEL(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
 __attribute__((target(TARGET)))                                                          \
 static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
+{                                                                                        \
+    V c00 = ZERO(), c01 = ZERO(), c10 = ZERO(), c11 = ZERO();                            \
+    V c20 = ZERO(), c21 = ZERO(), c30 = ZERO(), c31 = ZERO();                            \
+    V c40 = ZERO(), c41 = ZERO(), c50 = ZERO(), c51 = ZERO();                            \
+    V c60 = ZERO(), c61 = ZERO(), c70 = ZERO(), c71 = ZERO();                            \
+    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];                              \
+    const T *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];                              \
+    int64_t p;                                                                           \
+    for (p = 0; p < k; p++) {                                                            \
+        const V b0 = LOAD(panel + p * 2 * W), b1 = LOAD(panel + p * 2 * W + W);          \
+        V x;                                                                             \
+        OK_SIMD_ROW(0, SET1, FMADD) OK_SIMD_ROW(1, SET1, FMADD)                          \
+        OK_SIMD_ROW(2, SET1, FMADD) OK_SIMD_ROW(3, SET1, FMADD)                          \
+        OK_SIMD_ROW(4, SET1, FMADD) OK_SIMD_ROW(5, SET1, FMADD)                          \
+        OK_SIMD_ROW(6, SET1, FMADD) OK_SIMD_ROW(7, SET1, FMADD)                          \
+    }                                                                                    \
+    STORE(out, c00); STORE(out + W, c01);                                                \
+    STORE(out + 2 * W, c10); STORE(out + 3 * W, c11);                                    \
+    STORE(out + 4 * W, c20); STORE(out + 5 * W, c21);                                    \
+    STORE(out + 6 * W, c30); STORE(out + 7 * W, c31);                                    \
+    STORE(out + 8 * W, c40); STORE(out + 9 * W, c41);                                    \
+    STORE(out + 10 * W, c50); STORE(out + 11 * W, c51);                                  \
+    STORE(out + 12 * W, c60); STORE(out + 13 * W, c61);                                  \
+    STORE(out + 14 * W, c70); STORE(out + 15 * W, c71);                                  \
+}
+#define OK_SIMD_HALVES(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
+__attribute__((target(TARGET)))                                                          \
+static void NAME##_half(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out) \
 {                                                                                        \
     V c00 = ZERO(), c01 = ZERO(), c10 = ZERO(), c11 = ZERO();                            \
     V c20 = ZERO(), c21 = ZERO(), c30 = ZERO(), c31 = ZERO();                            \
@@ -87,24 +125,27 @@ static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *ou
     for (p = 0; p < k; p++) {                                                            \
         const V b0 = LOAD(panel + p * 2 * W), b1 = LOAD(panel + p * 2 * W + W);          \
         V x;                                                                             \
-        x = SET1(a0[p * ps]); c00 = FMADD(x, b0, c00); c01 = FMADD(x, b1, c01);          \
-        x = SET1(a1[p * ps]); c10 = FMADD(x, b0, c10); c11 = FMADD(x, b1, c11);          \
-        x = SET1(a2[p * ps]); c20 = FMADD(x, b0, c20); c21 = FMADD(x, b1, c21);          \
-        x = SET1(a3[p * ps]); c30 = FMADD(x, b0, c30); c31 = FMADD(x, b1, c31);          \
+        OK_SIMD_ROW(0, SET1, FMADD) OK_SIMD_ROW(1, SET1, FMADD)                          \
+        OK_SIMD_ROW(2, SET1, FMADD) OK_SIMD_ROW(3, SET1, FMADD)                          \
     }                                                                                    \
     STORE(out, c00); STORE(out + W, c01);                                                \
     STORE(out + 2 * W, c10); STORE(out + 3 * W, c11);                                    \
     STORE(out + 4 * W, c20); STORE(out + 5 * W, c21);                                    \
     STORE(out + 6 * W, c30); STORE(out + 7 * W, c31);                                    \
+}                                                                                        \
+static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
+{                                                                                        \
+    NAME##_half(k, a, ps, panel, out);                                                   \
+    NAME##_half(k, a + 4, ps, panel, out + 8 * W);                                       \
 }
 
 OK_SIMD_KERNEL(ok__kd_avx512, double, __m512d, 8, "avx512f", _mm512_setzero_pd,
                _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_storeu_pd)
 OK_SIMD_KERNEL(ok__kf_avx512, float, __m512, 16, "avx512f", _mm512_setzero_ps,
                _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps)
-OK_SIMD_KERNEL(ok__kd_avx2, double, __m256d, 4, "avx2,fma", _mm256_setzero_pd,
+OK_SIMD_HALVES(ok__kd_avx2, double, __m256d, 4, "avx2,fma", _mm256_setzero_pd,
                _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_storeu_pd)
-OK_SIMD_KERNEL(ok__kf_avx2, float, __m256, 8, "avx2,fma", _mm256_setzero_ps,
+OK_SIMD_HALVES(ok__kf_avx2, float, __m256, 8, "avx2,fma", _mm256_setzero_ps,
                _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps)
 #define OK_KERNELS(KD512, KD2) KD512, KD2
 #else
@@ -206,12 +247,62 @@ OK_RANK_ONE(ok__rank1_d_portable, double, fma)
 OK_RANK_ONE(ok__rank1_f_portable, float, fmaf)
 
 /*
+ * The panel of a transposed B (op(B)[:, j0:j0+JB] from B's rows j0 ..
+ * j0+JB-1, all of them in B) with AVX-512: panel[p * JB + l] = B[l * ldb + p],
+ * a register of one p gathered from JB rows at a time.  The scalar copy
+ * reads 32 rows one value at a time, and was half of a float32 model's
+ * training time on MNIST (a batch of 32 rows packs all 4,096 x 784
+ * frequencies every step).  Return 0 (the caller then copies) without
+ * AVX-512 or where the indices of a gather overflow 32 bits.
+ */
+#ifdef OK_LINALG_X86
+__attribute__((target("avx512f")))
+static void ok__gather_f_512(int64_t k, const float *B, int64_t ldb, float *panel)
+{
+    const __m512i at = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32((int)ldb));
+    const float *B16 = B + 16 * ldb;
+    int64_t p;
+    for (p = 0; p < k; p++) {
+        _mm512_storeu_ps(panel + p * 32, _mm512_i32gather_ps(at, B + p, 4));
+        _mm512_storeu_ps(panel + p * 32 + 16, _mm512_i32gather_ps(at, B16 + p, 4));
+    }
+}
+__attribute__((target("avx512f")))
+static void ok__gather_d_512(int64_t k, const double *B, int64_t ldb, double *panel)
+{
+    const __m256i at = _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm256_set1_epi32((int)ldb));
+    const double *B8 = B + 8 * ldb;
+    int64_t p;
+    for (p = 0; p < k; p++) {
+        _mm512_storeu_pd(panel + p * 16, _mm512_i32gather_pd(at, B + p, 8));
+        _mm512_storeu_pd(panel + p * 16 + 8, _mm512_i32gather_pd(at, B8 + p, 8));
+    }
+}
+#define OK_GATHER_PANEL(NAME, T, GATHER)                                                 \
+static int NAME(int isa, int64_t k, const T *B, int64_t ldb, T *panel)                  \
+{                                                                                        \
+    if (isa != 2 || ldb > INT32_MAX / 16)                                                \
+        return 0;                                                                        \
+    GATHER(k, B, ldb, panel);                                                            \
+    return 1;                                                                            \
+}
+OK_GATHER_PANEL(ok__panel_t_d, double, ok__gather_d_512)
+OK_GATHER_PANEL(ok__panel_t_f, float, ok__gather_f_512)
+#else
+#define ok__panel_t_d(isa, k, B, ldb, panel) 0
+#define ok__panel_t_f(isa, k, B, ldb, panel) 0
+#endif
+
+/*
  * The product with the kernels of instruction set `isa` (see ok_linalg_isa);
  * NAME calls it with the CPU's.  The panel holds op(B)[:, j0:j0+JB] as k rows
  * of JB values (zero beyond n), so a kernel reads it with unit stride
  * whatever B's layout; rows beyond m repeat row i0 and are not written.
  */
-#define OK_DEFINE_GEMM(NAME, T, K512, K2, KP, FMA, SMALL, RANK1)                              \
+#define OK_DEFINE_GEMM(NAME, T, K512, K2, KP, FMA, SMALL, RANK1, PANEL_T)                \
 __attribute__((unused))                                                                  \
 static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,  \
                      T alpha, const T *A, int64_t lda, const T *B, int64_t ldb, T beta,   \
@@ -228,7 +319,7 @@ static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, i
     T *panel;                                                                            \
     if (m <= 0 || n <= 0)                                                                \
         return;                                                                          \
-    if (m < OK_IB) {  /* a few rows: no panel (see OK_SMALL_ROWS) */                     \
+    if (m < OK_FEW) {  /* a few rows: no panel (see OK_SMALL_ROWS) */                    \
         for (i0 = 0; i0 < m; i0++)                                                       \
             for (j0 = 0; j0 < n; j0 += OK_JB_MAX) {                                      \
                 const int64_t jb = n - j0 < OK_JB_MAX ? n - j0 : OK_JB_MAX;              \
@@ -259,10 +350,11 @@ static void NAME##_at(int isa, int trans_a, int trans_b, int64_t m, int64_t n, i
     }                                                                                    \
     for (j0 = 0; j0 < n; j0 += JB) {                                                     \
         const int64_t jb = n - j0 < JB ? n - j0 : JB;                                    \
-        for (p = 0; p < k; p++)                                                          \
-            for (l = 0; l < JB; l++)                                                     \
-                panel[p * JB + l] = l < jb                                               \
-                    ? (trans_b ? B[(j0 + l) * ldb + p] : B[p * ldb + j0 + l]) : (T)0;    \
+        if (!(trans_b && jb == JB && PANEL_T(isa, k, B + j0 * ldb, ldb, panel)))         \
+            for (p = 0; p < k; p++)                                                      \
+                for (l = 0; l < JB; l++)                                                 \
+                    panel[p * JB + l] = l < jb                                           \
+                        ? (trans_b ? B[(j0 + l) * ldb + p] : B[p * ldb + j0 + l]) : (T)0; \
         for (i0 = 0; i0 < m; i0 += OK_IB) {                                              \
             const int64_t ib = m - i0 < OK_IB ? m - i0 : OK_IB;                          \
             const T *a[OK_IB];                                                           \
@@ -297,10 +389,10 @@ static void NAME(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T al
 
 OK_DEFINE_GEMM(ok_gemm, double, ok__kd_avx512, ok__kd_avx2, ok__kd_portable, fma,
                OK_SMALL(ok__small_d_fma, ok__small_d_portable),
-               OK_SMALL(ok__rank1_d_fma, ok__rank1_d_portable))
+               OK_SMALL(ok__rank1_d_fma, ok__rank1_d_portable), ok__panel_t_d)
 OK_DEFINE_GEMM(ok_gemm_f32, float, ok__kf_avx512, ok__kf_avx2, ok__kf_portable, fmaf,
                OK_SMALL(ok__small_f_fma, ok__small_f_portable),
-               OK_SMALL(ok__rank1_f_fma, ok__rank1_f_portable))
+               OK_SMALL(ok__rank1_f_fma, ok__rank1_f_portable), ok__panel_t_f)
 
 /*
  * The Cholesky factor L (lower) of the symmetric n x n matrix A, in place

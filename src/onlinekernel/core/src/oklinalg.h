@@ -248,38 +248,101 @@ OK_RANK_ONE(ok__rank1_f_portable, float, fmaf)
 
 /*
  * The panel of a transposed B (op(B)[:, j0:j0+JB] from B's rows j0 ..
- * j0+JB-1, all of them in B) with AVX-512: panel[p * JB + l] = B[l * ldb + p],
- * a register of one p gathered from JB rows at a time.  The scalar copy
- * reads 32 rows one value at a time, and was half of a float32 model's
- * training time on MNIST (a batch of 32 rows packs all 4,096 x 784
- * frequencies every step).  Return 0 (the caller then copies) without
- * AVX-512 or where the indices of a gather overflow 32 bits.
+ * j0+JB-1, all of them in B) with AVX-512: panel[p * JB + l] = B[l * ldb + p].
+ * Squares of 16 (floats) or 8 (doubles) rows by as many p are loaded a row
+ * at a time and transposed in registers; the last p (fewer than a square)
+ * are gathered.  The scalar copy, one value at a time from 32 rows, was half
+ * of a float32 model's training time on MNIST (a batch of 32 rows packs all
+ * 4,096 x 784 frequencies every step).  Return 0 (the caller then copies)
+ * without AVX-512 or where the indices of a gather overflow 32 bits.
  */
 #ifdef OK_LINALG_X86
+__attribute__((target("avx512f")))
+static inline void ok__transpose16_f(__m512 *r)
+{
+    __m512 t[16];
+    int i;
+    for (i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+__attribute__((target("avx512f")))
+static inline void ok__transpose8_d(__m512d *r)
+{
+    __m512d t[8], u[8];
+    int i;
+    for (i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 2; i++) {  /* rows 4i .. 4i+3 */
+        u[4 * i] = _mm512_shuffle_f64x2(t[4 * i], t[4 * i + 2], 0x88);
+        u[4 * i + 1] = _mm512_shuffle_f64x2(t[4 * i], t[4 * i + 2], 0xdd);
+        u[4 * i + 2] = _mm512_shuffle_f64x2(t[4 * i + 1], t[4 * i + 3], 0x88);
+        u[4 * i + 3] = _mm512_shuffle_f64x2(t[4 * i + 1], t[4 * i + 3], 0xdd);
+    }
+    r[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x88); r[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xdd);
+    r[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x88); r[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xdd);
+    r[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x88); r[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xdd);
+    r[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x88); r[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xdd);
+}
 __attribute__((target("avx512f")))
 static void ok__gather_f_512(int64_t k, const float *B, int64_t ldb, float *panel)
 {
     const __m512i at = _mm512_mullo_epi32(
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
         _mm512_set1_epi32((int)ldb));
-    const float *B16 = B + 16 * ldb;
-    int64_t p;
-    for (p = 0; p < k; p++) {
-        _mm512_storeu_ps(panel + p * 32, _mm512_i32gather_ps(at, B + p, 4));
-        _mm512_storeu_ps(panel + p * 32 + 16, _mm512_i32gather_ps(at, B16 + p, 4));
-    }
+    int64_t p = 0, h, l;
+    __m512 r[16];
+    for (; p + 16 <= k; p += 16)
+        for (h = 0; h < 2; h++) {
+            for (l = 0; l < 16; l++)
+                r[l] = _mm512_loadu_ps(B + (16 * h + l) * ldb + p);
+            ok__transpose16_f(r);
+            for (l = 0; l < 16; l++)
+                _mm512_storeu_ps(panel + (p + l) * 32 + 16 * h, r[l]);
+        }
+    for (; p < k; p++)
+        for (h = 0; h < 2; h++)
+            _mm512_storeu_ps(panel + p * 32 + 16 * h,
+                             _mm512_i32gather_ps(at, B + 16 * h * ldb + p, 4));
 }
 __attribute__((target("avx512f")))
 static void ok__gather_d_512(int64_t k, const double *B, int64_t ldb, double *panel)
 {
     const __m256i at = _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm256_set1_epi32((int)ldb));
-    const double *B8 = B + 8 * ldb;
-    int64_t p;
-    for (p = 0; p < k; p++) {
-        _mm512_storeu_pd(panel + p * 16, _mm512_i32gather_pd(at, B + p, 8));
-        _mm512_storeu_pd(panel + p * 16 + 8, _mm512_i32gather_pd(at, B8 + p, 8));
-    }
+    int64_t p = 0, h, l;
+    __m512d r[8];
+    for (; p + 8 <= k; p += 8)
+        for (h = 0; h < 2; h++) {
+            for (l = 0; l < 8; l++)
+                r[l] = _mm512_loadu_pd(B + (8 * h + l) * ldb + p);
+            ok__transpose8_d(r);
+            for (l = 0; l < 8; l++)
+                _mm512_storeu_pd(panel + (p + l) * 16 + 8 * h, r[l]);
+        }
+    for (; p < k; p++)
+        for (h = 0; h < 2; h++)
+            _mm512_storeu_pd(panel + p * 16 + 8 * h,
+                             _mm512_i32gather_pd(at, B + 8 * h * ldb + p, 8));
 }
 #define OK_GATHER_PANEL(NAME, T, GATHER)                                                 \
 static int NAME(int isa, int64_t k, const T *B, int64_t ldb, T *panel)                  \

@@ -303,47 +303,35 @@ static inline void ok__transpose8_d(__m512d *r)
     r[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x88); r[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xdd);
     r[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x88); r[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xdd);
 }
-__attribute__((target("avx512f")))
-static void ok__gather_f_512(int64_t k, const float *B, int64_t ldb, float *panel)
-{
-    const __m512i at = _mm512_mullo_epi32(
-        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-        _mm512_set1_epi32((int)ldb));
-    int64_t p = 0, h, l;
-    __m512 r[16];
-    for (; p + 16 <= k; p += 16)
-        for (h = 0; h < 2; h++) {
-            for (l = 0; l < 16; l++)
-                r[l] = _mm512_loadu_ps(B + (16 * h + l) * ldb + p);
-            ok__transpose16_f(r);
-            for (l = 0; l < 16; l++)
-                _mm512_storeu_ps(panel + (p + l) * 32 + 16 * h, r[l]);
-        }
-    for (; p < k; p++)
-        for (h = 0; h < 2; h++)
-            _mm512_storeu_ps(panel + p * 32 + 16 * h,
-                             _mm512_i32gather_ps(at, B + 16 * h * ldb + p, 4));
+/* W values a register: squares of W rows x W p, the rest gathered (at: W row offsets) */
+#define OK_PANEL_T_512(NAME, T, V, W, AT, TRANSPOSE, LOADU, STOREU, GATHER)              \
+__attribute__((target("avx512f")))                                                       \
+static void NAME(int64_t k, const T *B, int64_t ldb, T *panel)                           \
+{                                                                                        \
+    const AT;                                                                            \
+    int64_t p = 0, h, l;                                                                 \
+    V r[W];                                                                              \
+    for (; p + W <= k; p += W)                                                           \
+        for (h = 0; h < 2; h++) {                                                        \
+            for (l = 0; l < W; l++)                                                      \
+                r[l] = LOADU(B + (W * h + l) * ldb + p);                                 \
+            TRANSPOSE(r);                                                                \
+            for (l = 0; l < W; l++)                                                      \
+                STOREU(panel + (p + l) * 2 * W + W * h, r[l]);                           \
+        }                                                                                \
+    for (; p < k; p++)                                                                   \
+        for (h = 0; h < 2; h++)                                                          \
+            STOREU(panel + p * 2 * W + W * h, GATHER(at, B + W * h * ldb + p, sizeof(T))); \
 }
-__attribute__((target("avx512f")))
-static void ok__gather_d_512(int64_t k, const double *B, int64_t ldb, double *panel)
-{
-    const __m256i at = _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm256_set1_epi32((int)ldb));
-    int64_t p = 0, h, l;
-    __m512d r[8];
-    for (; p + 8 <= k; p += 8)
-        for (h = 0; h < 2; h++) {
-            for (l = 0; l < 8; l++)
-                r[l] = _mm512_loadu_pd(B + (8 * h + l) * ldb + p);
-            ok__transpose8_d(r);
-            for (l = 0; l < 8; l++)
-                _mm512_storeu_pd(panel + (p + l) * 16 + 8 * h, r[l]);
-        }
-    for (; p < k; p++)
-        for (h = 0; h < 2; h++)
-            _mm512_storeu_pd(panel + p * 16 + 8 * h,
-                             _mm512_i32gather_pd(at, B + 8 * h * ldb + p, 8));
-}
+OK_PANEL_T_512(ok__gather_f_512, float, __m512, 16,
+               __m512i at = _mm512_mullo_epi32(
+                   _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                   _mm512_set1_epi32((int)ldb)),
+               ok__transpose16_f, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_i32gather_ps)
+OK_PANEL_T_512(ok__gather_d_512, double, __m512d, 8,
+               __m256i at = _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
+                                               _mm256_set1_epi32((int)ldb)),
+               ok__transpose8_d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_i32gather_pd)
 #define OK_GATHER_PANEL(NAME, T, GATHER)                                                 \
 static int NAME(int isa, int64_t k, const T *B, int64_t ldb, T *panel)                  \
 {                                                                                        \

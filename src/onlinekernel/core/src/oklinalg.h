@@ -19,10 +19,10 @@
  * solvers' large products (numpy and scipy) still use BLAS.
  *
  * Speed: an 8 x (2 registers) tile of accumulators over a packed panel of
- * op(B) (a transposed B's panel gathered with AVX-512), in AVX-512 or AVX2
- * with FMA when the CPU has them (chosen at run time), else in portable C
- * with fma() from the C library (exactly rounded in hardware or software).
- * All three give the same bits.
+ * op(B) (with AVX-512, a transposed B's panel is transposed in registers),
+ * in AVX-512 or AVX2 with FMA when the CPU has them (chosen at run time),
+ * else in portable C with fma() from the C library (exactly rounded in
+ * hardware or software).  All three give the same bits.
  */
 #ifndef ONLINEKERNEL_OKLINALG_H
 #define ONLINEKERNEL_OKLINALG_H
@@ -304,7 +304,7 @@ static inline void ok__transpose8_d(__m512d *r)
     r[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x88); r[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xdd);
 }
 /* W values a register: squares of W rows x W p, the rest gathered (at: W row offsets) */
-#define OK_PANEL_T_512(NAME, T, V, W, AT, TRANSPOSE, LOADU, STOREU, GATHER)              \
+#define OK_PANEL_T_512(NAME, T, V, W, AT, TRANSPOSE, LOADU, STOREU, GATHER)          \
 __attribute__((target("avx512f")))                                                       \
 static void NAME(int64_t k, const T *B, int64_t ldb, T *panel)                           \
 {                                                                                        \
@@ -323,25 +323,25 @@ static void NAME(int64_t k, const T *B, int64_t ldb, T *panel)                  
         for (h = 0; h < 2; h++)                                                          \
             STOREU(panel + p * 2 * W + W * h, GATHER(at, B + W * h * ldb + p, sizeof(T))); \
 }
-OK_PANEL_T_512(ok__gather_f_512, float, __m512, 16,
+OK_PANEL_T_512(ok__panel_t_f_512, float, __m512, 16,
                __m512i at = _mm512_mullo_epi32(
                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                    _mm512_set1_epi32((int)ldb)),
                ok__transpose16_f, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_i32gather_ps)
-OK_PANEL_T_512(ok__gather_d_512, double, __m512d, 8,
+OK_PANEL_T_512(ok__panel_t_d_512, double, __m512d, 8,
                __m256i at = _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
                                                _mm256_set1_epi32((int)ldb)),
                ok__transpose8_d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_i32gather_pd)
-#define OK_GATHER_PANEL(NAME, T, GATHER)                                                 \
+#define OK_PANEL_T(NAME, T, FILL)                                                        \
 static int NAME(int isa, int64_t k, const T *B, int64_t ldb, T *panel)                  \
 {                                                                                        \
     if (isa != 2 || ldb > INT32_MAX / 16)                                                \
         return 0;                                                                        \
-    GATHER(k, B, ldb, panel);                                                            \
+    FILL(k, B, ldb, panel);                                                              \
     return 1;                                                                            \
 }
-OK_GATHER_PANEL(ok__panel_t_d, double, ok__gather_d_512)
-OK_GATHER_PANEL(ok__panel_t_f, float, ok__gather_f_512)
+OK_PANEL_T(ok__panel_t_d, double, ok__panel_t_d_512)
+OK_PANEL_T(ok__panel_t_f, float, ok__panel_t_f_512)
 #else
 #define ok__panel_t_d(isa, k, B, ldb, panel) 0
 #define ok__panel_t_f(isa, k, B, ldb, panel) 0

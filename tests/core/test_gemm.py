@@ -100,11 +100,7 @@ def _reference(A, B, C, ta, tb, alpha, beta):
 
 # shapes of the loops (a tile's projection, its accumulation, a gradient),
 # with ragged edges of every kernel's tile (8 rows x 8, 16 or 32 columns)
-CASES = [# a transposed B of whole gathered panels (16 doubles, 32 floats) and a
-         # ragged last one; tiles of 8 rows, ragged, and a tile of 4-7 rows
-         (13, 70, 21, 0, 1, 1.0, 0.0), (32, 64, 37, 0, 1, 1.0, 1.0), (6, 32, 5, 1, 1, -0.5, 0.5),
-         (8, 16, 3, 0, 1, 2.0, 0.0), (20, 33, 50, 0, 0, 1.0, 0.0), (4, 48, 16, 1, 1, 1.0, 0.0),
-(5, 13, 7, 0, 1, 1.0, 0.0), (9, 3, 17, 0, 0, 1.0, 1.0),
+CASES = [(5, 13, 7, 0, 1, 1.0, 0.0), (9, 3, 17, 0, 0, 1.0, 1.0),
          (6, 37, 33, 1, 0, -0.37, 1.0), (3, 11, 4, 1, 1, 2.5, -0.5), (1, 1, 1, 0, 1, 1.0, 0.0),
          (4, 33, 0, 0, 1, 1.0, 0.5),
          # fewer rows than a tile (the one-row path: no panel), past 32 columns
@@ -114,7 +110,12 @@ CASES = [# a transposed B of whole gathered panels (16 doubles, 32 floats) and a
          (256, 1, 1, 1, 1, -0.03, 1.0), (7, 5, 1, 0, 0, 1.0, 0.0), (9, 3, 1, 1, 0, 2.0, -1.0),
          (5, 6, 1, 0, 1, -1.5, 0.5), (37, 1, 1, 1, 0, 0.75, 0.0), (6, 1, 1, 0, 1, 1.0, 1.0),
          # one output column after a few rows (one row's prediction of one output)
-         (1, 1, 256, 0, 0, 1.0, 0.0), (2, 1, 33, 1, 1, -2.0, 1.0)]
+         (1, 1, 256, 0, 0, 1.0, 0.0), (2, 1, 33, 1, 1, -2.0, 1.0),
+         # a transposed B: whole panels transposed in registers (16 doubles, 32
+         # floats), squares of p with a tail, and a ragged last panel; tiles of
+         # 8 rows, ragged ones, and a tile of 4-7 rows
+         (13, 70, 21, 0, 1, 1.0, 0.0), (32, 64, 37, 0, 1, 1.0, 1.0), (6, 32, 5, 1, 1, -0.5, 0.5),
+         (8, 16, 3, 0, 1, 2.0, 0.0), (20, 33, 50, 0, 0, 1.0, 0.0), (4, 48, 16, 1, 1, 1.0, 0.0)]
 
 
 def test_products_give_the_defined_bits_with_every_kernel(tmp_path):

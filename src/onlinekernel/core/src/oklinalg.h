@@ -81,57 +81,52 @@ static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *ou
 /*
  * W lanes per register; the tile is OK_IB (8) rows x 2 registers: 16
  * accumulators, for AVX-512's 32 registers.  AVX2 has 16 registers, so its
- * tile is two halves of 4 rows (OK_SIMD_HALVES), each with 8 accumulators.
+ * tile is two halves of 4 rows (OK_SIMD_HALVES), each with 8 accumulators
+ * (8 rows in one loop spill there: measured 12 % slower).  A group G of 4
+ * rows: its accumulators G##r##c (row r, register c), its rows' pointers, its
+ * step and its stores.
  */
-#define OK_SIMD_ROW(R, SET1, FMADD)                                                      \
-        x = SET1(a##R[p * ps]); c##R##0 = FMADD(x, b0, c##R##0);                          \
-        c##R##1 = FMADD(x, b1, c##R##1);
-#define OK_SIMD_KERNEL(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
-__attribute__((target(TARGET)))                                                          \
-static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
-{                                                                                        \
-    V c00 = ZERO(), c01 = ZERO(), c10 = ZERO(), c11 = ZERO();                            \
-    V c20 = ZERO(), c21 = ZERO(), c30 = ZERO(), c31 = ZERO();                            \
-    V c40 = ZERO(), c41 = ZERO(), c50 = ZERO(), c51 = ZERO();                            \
-    V c60 = ZERO(), c61 = ZERO(), c70 = ZERO(), c71 = ZERO();                            \
-    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];                              \
-    const T *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];                              \
+#define OK_SIMD_GROUP(G, T, V, ZERO, a)                                                  \
+    V G##00 = ZERO(), G##01 = ZERO(), G##10 = ZERO(), G##11 = ZERO();                    \
+    V G##20 = ZERO(), G##21 = ZERO(), G##30 = ZERO(), G##31 = ZERO();                    \
+    const T *G##a0 = (a)[0], *G##a1 = (a)[1], *G##a2 = (a)[2], *G##a3 = (a)[3];
+#define OK_SIMD_ROW(G, R, SET1, FMADD)                                                   \
+        x = SET1(G##a##R[p * ps]); G##R##0 = FMADD(x, b0, G##R##0);                       \
+        G##R##1 = FMADD(x, b1, G##R##1);
+#define OK_SIMD_STEP(G, SET1, FMADD)                                                     \
+        OK_SIMD_ROW(G, 0, SET1, FMADD) OK_SIMD_ROW(G, 1, SET1, FMADD)                    \
+        OK_SIMD_ROW(G, 2, SET1, FMADD) OK_SIMD_ROW(G, 3, SET1, FMADD)
+#define OK_SIMD_STORE(G, W, STORE, o)                                                    \
+    STORE((o), G##00); STORE((o) + W, G##01);                                            \
+    STORE((o) + 2 * W, G##10); STORE((o) + 3 * W, G##11);                                \
+    STORE((o) + 4 * W, G##20); STORE((o) + 5 * W, G##21);                                \
+    STORE((o) + 6 * W, G##30); STORE((o) + 7 * W, G##31);
+/* the loop over p, STEPS: the steps of one group (lo) or two (lo, hi: rows 4-7) */
+#define OK_SIMD_LOOP(V, W, LOAD, STEPS)                                                  \
     int64_t p;                                                                           \
     for (p = 0; p < k; p++) {                                                            \
         const V b0 = LOAD(panel + p * 2 * W), b1 = LOAD(panel + p * 2 * W + W);          \
         V x;                                                                             \
-        OK_SIMD_ROW(0, SET1, FMADD) OK_SIMD_ROW(1, SET1, FMADD)                          \
-        OK_SIMD_ROW(2, SET1, FMADD) OK_SIMD_ROW(3, SET1, FMADD)                          \
-        OK_SIMD_ROW(4, SET1, FMADD) OK_SIMD_ROW(5, SET1, FMADD)                          \
-        OK_SIMD_ROW(6, SET1, FMADD) OK_SIMD_ROW(7, SET1, FMADD)                          \
-    }                                                                                    \
-    STORE(out, c00); STORE(out + W, c01);                                                \
-    STORE(out + 2 * W, c10); STORE(out + 3 * W, c11);                                    \
-    STORE(out + 4 * W, c20); STORE(out + 5 * W, c21);                                    \
-    STORE(out + 6 * W, c30); STORE(out + 7 * W, c31);                                    \
-    STORE(out + 8 * W, c40); STORE(out + 9 * W, c41);                                    \
-    STORE(out + 10 * W, c50); STORE(out + 11 * W, c51);                                  \
-    STORE(out + 12 * W, c60); STORE(out + 13 * W, c61);                                  \
-    STORE(out + 14 * W, c70); STORE(out + 15 * W, c71);                                  \
+        STEPS                                                                            \
+    }
+#define OK_SIMD_KERNEL(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
+__attribute__((target(TARGET)))                                                          \
+static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
+{                                                                                        \
+    OK_SIMD_GROUP(lo, T, V, ZERO, a)                                                     \
+    OK_SIMD_GROUP(hi, T, V, ZERO, a + 4)                                                 \
+    OK_SIMD_LOOP(V, W, LOAD, OK_SIMD_STEP(lo, SET1, FMADD)                               \
+                             OK_SIMD_STEP(hi, SET1, FMADD))                              \
+    OK_SIMD_STORE(lo, W, STORE, out)                                                     \
+    OK_SIMD_STORE(hi, W, STORE, out + 8 * W)                                             \
 }
 #define OK_SIMD_HALVES(NAME, T, V, W, TARGET, ZERO, LOAD, SET1, FMADD, STORE)            \
 __attribute__((target(TARGET)))                                                          \
 static void NAME##_half(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out) \
 {                                                                                        \
-    V c00 = ZERO(), c01 = ZERO(), c10 = ZERO(), c11 = ZERO();                            \
-    V c20 = ZERO(), c21 = ZERO(), c30 = ZERO(), c31 = ZERO();                            \
-    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];                              \
-    int64_t p;                                                                           \
-    for (p = 0; p < k; p++) {                                                            \
-        const V b0 = LOAD(panel + p * 2 * W), b1 = LOAD(panel + p * 2 * W + W);          \
-        V x;                                                                             \
-        OK_SIMD_ROW(0, SET1, FMADD) OK_SIMD_ROW(1, SET1, FMADD)                          \
-        OK_SIMD_ROW(2, SET1, FMADD) OK_SIMD_ROW(3, SET1, FMADD)                          \
-    }                                                                                    \
-    STORE(out, c00); STORE(out + W, c01);                                                \
-    STORE(out + 2 * W, c10); STORE(out + 3 * W, c11);                                    \
-    STORE(out + 4 * W, c20); STORE(out + 5 * W, c21);                                    \
-    STORE(out + 6 * W, c30); STORE(out + 7 * W, c31);                                    \
+    OK_SIMD_GROUP(lo, T, V, ZERO, a)                                                     \
+    OK_SIMD_LOOP(V, W, LOAD, OK_SIMD_STEP(lo, SET1, FMADD))                              \
+    OK_SIMD_STORE(lo, W, STORE, out)                                                     \
 }                                                                                        \
 static void NAME(int64_t k, const T *const *a, int64_t ps, const T *panel, T *out)      \
 {                                                                                        \
@@ -319,9 +314,10 @@ static void NAME(int64_t k, const T *B, int64_t ldb, T *panel)                  
             for (l = 0; l < W; l++)                                                      \
                 STOREU(panel + (p + l) * 2 * W + W * h, r[l]);                           \
         }                                                                                \
-    for (; p < k; p++)                                                                   \
-        for (h = 0; h < 2; h++)                                                          \
-            STOREU(panel + p * 2 * W + W * h, GATHER(at, B + W * h * ldb + p, sizeof(T))); \
+    for (; p < k; p++) {                                                                 \
+        STOREU(panel + p * 2 * W, GATHER(at, B + p, sizeof(T)));                         \
+        STOREU(panel + p * 2 * W + W, GATHER(at, B + W * ldb + p, sizeof(T)));           \
+    }                                                                                    \
 }
 OK_PANEL_T_512(ok__panel_t_f_512, float, __m512, 16,
                __m512i at = _mm512_mullo_epi32(

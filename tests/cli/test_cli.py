@@ -277,6 +277,28 @@ def test_kernel_params_and_estimator_options_reach_the_model(tmp_path, capsys):
     assert model.feature_map_.get_params()["pairs"] is True
 
 
+@pytest.mark.parametrize("option, average", [([], "polynomial"), (["--average"], True),
+                                             (["--average", "polynomial"], "polynomial"),
+                                             (["--average", "off"], False)])
+def test_average_option_chooses_the_average(option, average, tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    code, out, err = _run(["train", data, *option, "--quiet", "--epochs", 1,
+                           "-o", tmp_path / "m.okm"] + SMALL, capsys)
+    assert code == 0, err
+    model = onlinekernel.load(tmp_path / "m.okm")
+    assert model.average == average and bool(model.n_averaged_) is (average is not False)
+
+
+def test_average_option_rejects_an_unknown_average(tmp_path, capsys):
+    X, y = _ring(n=300)
+    data = _write_csv(tmp_path / "r.csv", X, y)
+    code, out, err = _run(["train", data, "--average", "median", "-o", tmp_path / "m.okm"],
+                          capsys)
+    assert code == 2 and "invalid choice: 'median'" in err
+    assert not (tmp_path / "m.okm").exists()
+
+
 def test_a_growing_model_under_a_byte_cap(tmp_path, capsys):
     X, y = _ring(n=300)
     data = _write_csv(tmp_path / "r.csv", X, y)
@@ -559,7 +581,8 @@ def test_demo_runs_and_reports(capsys):
     linear = re.search(r"linear SGDClassifier \(scikit-learn\) +([0-9.]+)", out)
     assert float(kernel.group(1)) > 0.85 > 0.75 > float(linear.group(1))
     size = int(kernel.group(3).replace(",", ""))
-    assert 4096 * 26 * 8 < size < 4096 * 26 * 8 + 65536  # coefficients plus a small header
+    # the coefficients (their average and the iterate) plus a small header
+    assert 2 * 4096 * 26 * 8 < size < 2 * 4096 * 26 * 8 + 65536
     assert "epoch 1/1  100% | 15,000 rows" in err and "progressive accuracy" in err
 
 

@@ -74,7 +74,7 @@ def test_forgetting_shrinks_old_blocks_by_one_factor_per_row(batch):
     X, y = _data()
     f = 0.01
     est = DSGClassifier(alpha=0.0, forgetting=f, precondition=False, batch_size=32,
-                        random_state=0)
+                        average=False, random_state=0)
     est.partial_fit(X[:32], y[:32], classes=[0, 1])
     first = est.coef_.copy()
     est.partial_fit(X[32:32 + batch], y[32:32 + batch])
@@ -99,7 +99,9 @@ def test_forgetting_fades_under_the_reuse_rules_and_preconditioning():
 # --------------------------------------------------------------------------- #
 def _fitted(**params):
     X, y = _data(512)
-    est = DSGClassifier(random_state=0, **params)
+    # the last iterate on the inverse schedule, whose steps the tests work out
+    est = DSGClassifier(**{"learning_rate": "inverse", "average": False, "random_state": 0,
+                           **params})
     for i in range(0, 512, 32):
         est.partial_fit(X[i:i + 32], y[i:i + 32], classes=[0, 1])
     return est, X, y
@@ -134,8 +136,9 @@ def test_shrink_halves_the_coefficients_and_regrow_drops_the_blocks():
     assert est.n_blocks_ == 1
 
 
-def test_a_reaction_restarts_averaging():
-    est, X, y = _fitted(average=True)
+@pytest.mark.parametrize("average", [True, "polynomial"])
+def test_a_reaction_restarts_averaging(average):
+    est, X, y = _fitted(average=average)
     est.react_to_drift("reset_step")
     assert est.n_averaged_ == 0
     est.partial_fit(X[:32], y[:32])

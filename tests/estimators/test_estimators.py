@@ -26,7 +26,8 @@ from onlinekernel import (DSGClassifier, DSGGaussianProcessRegressor, DSGOneClas
 # Small models for the tests of our own: 16 features per block, a budget of
 # 4 blocks, 8 rows per step; the step schedule is pinned so that tuning the
 # defaults does not move these tests.
-SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0, precondition=False)
+SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0, precondition=False,
+                average=False)
 SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, gamma=0.5)
 
 

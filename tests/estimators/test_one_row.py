@@ -169,15 +169,20 @@ def _shared(calls):
 
 
 @pytest.mark.parametrize("make, shares", [
-    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, random_state=0), True),
-    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=64, random_state=0), True),
-    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, precondition=False,
-                           reuse="check", random_state=0), True),
-    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, loss="hinge",
+    # models that predict with their last iterate
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, average=False,
                            random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=64, average=False,
+                           random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, precondition=False,
+                           reuse="check", average=False, random_state=0), True),
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, loss="hinge",
+                           average=False, random_state=0), True),
     (lambda: DSGRegressor(batch_size=4, block_size=32, max_blocks=4, loss="huber",
                           random_state=0), True),
-    # predictions from the running average, or summed in float: nothing to share
+    # predictions from the running average (the classifier's default), or summed
+    # in float: nothing to share
+    (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, random_state=0), False),
     (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, average=True,
                            random_state=0), False),
     (lambda: DSGClassifier(batch_size=4, block_size=32, max_blocks=4, dtype="float32",
@@ -204,7 +209,7 @@ def test_a_step_on_a_row_just_predicted_starts_from_that_prediction(make, shares
 
 
 def test_only_the_row_just_predicted_by_the_model_as_it_is_is_shared(monkeypatch):
-    clf, X, y = _fitted()
+    clf, X, y = _fitted(average=False)
     calls = _record_steps(monkeypatch)
     clf.predict(X[200:201])
     clf.partial_fit(X[201:202], y[201:202])  # another row

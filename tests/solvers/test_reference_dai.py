@@ -185,7 +185,8 @@ def check_agreement(model, ref, Xt):
 
 
 BASE = dict(gamma=0.35, alpha=0.01, batch_size=6, block_size=12, max_blocks=None,
-            learning_rate="invsqrt", eta0=0.8, t0=1.0, fit_intercept=True, precondition=False)
+            learning_rate="invsqrt", eta0=0.8, t0=1.0, fit_intercept=True, precondition=False,
+            average=False)  # the reference predicts with the last iterate, as Dai et al.
 
 CASES = (
     [pytest.param(loss, {}, kind, id=f"{loss}-{kind}")

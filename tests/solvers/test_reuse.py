@@ -31,7 +31,7 @@ def _data(n=400, d=3, seed=0, classes=2):
 def _model(**kw):
     params = dict(loss="hinge", gamma=0.5, alpha=1e-3, batch_size=B, block_size=F,
                   max_blocks=4, learning_rate="constant", eta0=4.0, shuffle=False,
-                  random_state=0, precondition=False)
+                  random_state=0, precondition=False, average=False)
     params.update(kw)
     return DSGClassifier(**params)
 

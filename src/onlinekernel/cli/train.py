@@ -24,6 +24,9 @@ from onlinekernel.io.readers import (
 # training; beyond it they are scored by one more pass over the file.
 _HOLDOUT_BYTES = 64 * 2 ** 20
 
+# --average's choices: the estimators' ``average`` values
+_AVERAGES = {"uniform": True, "polynomial": "polynomial", "off": False}
+
 _HYPER = ("kernel", "gamma", "alpha", "batch_size", "block_size", "max_model_bytes",
           "learning_rate", "eta0", "t0")
 
@@ -50,8 +53,8 @@ def _build_model(args):
         params["max_blocks"] = args.max_blocks
     if args.average_start is not None:
         params["average"] = args.average_start
-    elif args.average:
-        params["average"] = True
+    elif args.average is not None:
+        params["average"] = _AVERAGES[args.average]
     if loss is not None:
         params["loss"] = loss
     if args.kernel_param:
@@ -507,8 +510,11 @@ def add_parser(subparsers):
     m.add_argument("--learning-rate", choices=tuple(SCHEDULES), help="step schedule")
     m.add_argument("--eta0", type=float, help="initial step")
     m.add_argument("--t0", type=float, help="time scale of the step decay, in steps")
-    m.add_argument("--average", action="store_true",
-                   help="predict with the average of the iterates (Polyak-Ruppert)")
+    m.add_argument("--average", nargs="?", const="uniform", choices=tuple(_AVERAGES),
+                   help="predict with an average of the iterates: 'uniform' (their mean, "
+                        "Polyak-Ruppert; the option alone), 'polynomial' (the late ones "
+                        "weigh most: the classifier's default) or 'off' (the last iterate: "
+                        "the regressor's default)")
     m.add_argument("--average-start", type=options.nonnegative_int, metavar="STEP",
                    help="average only the iterates after step STEP (implies --average)")
     m.add_argument("--seed", type=options.seed, default=0,

@@ -19,7 +19,9 @@ Candidates (``seed=0``; each the defaults with one change):
 * ``with intercept``: ``fit_intercept=True``, the default before 2026-11-28;
 * ``gamma 2x``: twice the ``"scale"`` bandwidth, ``gamma=2 / d``;
 * ``forgetting 5e-4``: ``forgetting=5e-4`` (the coefficients fade by that
-  fraction a row).
+  fraction a row);
+* ``polynomial averaging``: ``learning_rate="invsqrt",
+  average="polynomial"``, ``DSGClassifier``'s own default since 2026-12-04.
 
 Run from the repository root::
 
@@ -46,6 +48,7 @@ CANDIDATES = {
     "with intercept": {"fit_intercept": True},
     "gamma 2x": {"gamma_per_feature": 2.0},
     "forgetting 5e-4": {"forgetting": 5e-4},
+    "polynomial averaging": {"learning_rate": "invsqrt", "average": "polynomial"},
 }
 
 

@@ -15,8 +15,8 @@ def test_quick_run_writes_results(tmp_path):
     report, saved = run_quick(one_pass, tmp_path, "--datasets", "disc4")
     res = saved["results"][0]
     assert set(res["curves"]) == {"ours float64", "ours float32", "ours eigenpro float64",
-                                  "ours eigenpro float32", "ours polynomial float64",
-                                  "ours polynomial float32", "pipeline float64",
+                                  "ours eigenpro float32", "ours inverse float64",
+                                  "ours inverse float32", "pipeline float64",
                                   "pipeline float32"}
     for curve in res["curves"].values():
         assert curve[-1]["rows_seen"] == 600 and 0.0 <= curve[-1]["error"] <= 1.0

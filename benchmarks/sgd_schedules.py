@@ -30,11 +30,12 @@ from onlinekernel import DSGClassifier
 
 from ._common import (add_data_dir, add_output_dir, argument_parser, load_dataset, make_logger,
                       report_header, scale_inputs, write_results)
+from .one_pass import INVERSE
 
 DATASETS = ("ijcnn1", "letter", "magic04", "pendigits")
 SCHEDULES = {
     "defaults (invsqrt, polynomial average)": {},
-    "before 2026-12-04 (inverse, last iterate)": {"learning_rate": "inverse", "average": False},
+    "before 2026-12-04 (inverse, last iterate)": INVERSE,
 }
 
 
@@ -70,10 +71,8 @@ def main(argv=None):
     add_data_dir(ap)
     add_output_dir(ap)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    ap.add_argument("--max-train", type=int, help="training rows at most (50,000)")
+    ap.add_quick_option("--max-train", 50_000, 2_000, "training rows at most")
     args = ap.parse_args(argv)
-    if args.max_train is None:
-        args.max_train = 2_000 if args.quick else 50_000
     log = make_logger()
     report = report_header("sgd_schedules", "quick" if args.quick else "full", argv)
     report["settings"] = {"max_train": args.max_train, "blas_threads": 1}

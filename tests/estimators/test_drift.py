@@ -100,8 +100,8 @@ def test_forgetting_fades_under_the_reuse_rules_and_preconditioning():
 def _fitted(**params):
     X, y = _data(512)
     # the last iterate on the inverse schedule, whose steps the tests work out
-    est = DSGClassifier(**{"learning_rate": "inverse", "average": False, "random_state": 0,
-                           **params})
+    params = {"learning_rate": "inverse", "average": False, **params}
+    est = DSGClassifier(random_state=0, **params)
     for i in range(0, 512, 32):
         est.partial_fit(X[i:i + 32], y[i:i + 32], classes=[0, 1])
     return est, X, y

@@ -25,7 +25,8 @@ from onlinekernel.io.modelfile import MAGIC, ModelFileNotFoundError, dumps, load
 
 from conftest import PyCauchyLoss, PyGaussianRFF, plugin_source
 
-# the step schedule pinned (the last iterate), so that tuning the defaults does not move these tests
+# the step schedule pinned (the last iterate), so that tuning the defaults does
+# not move these tests
 SCHEDULE = dict(alpha=1e-6, learning_rate="invsqrt", eta0=1.0, t0=1.0, average=False)
 SMALL = dict(SCHEDULE, block_size=16, max_blocks=4, batch_size=8, solver="sgd", max_iter=2, tol=None, random_state=0)
 PRELUDE = 24
